@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Installs everything dew needs to build, test and run its main job, idempotently:
+#   - Debian packages (compiler tools, header-only and -dev libraries, the demo corpus's package);
+#   - LibTorch, the C++ library inside the pinned PyPI `torch` wheel, unpacked into a cache outside the
+#     checkout (DEW_CACHE, default ~/.cache/dew) so later set-ups and CI on the same machine reuse it;
+#   - the default corpus: Jane Austen's six novels from Debian's r-cran-janeaustenr, as plain text.
+# A second run finds everything in place and returns in about a second.
+set -euo pipefail
+
+TORCH_VERSION=2.11.0
+DEW_CACHE=${DEW_CACHE:-$HOME/.cache/dew}
+LIBTORCH=$DEW_CACHE/libtorch-$TORCH_VERSION
+CORPUS=$DEW_CACHE/data/austen.txt
+
+log() { printf '[setup] %s\n' "$*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+install_debian_packages() {
+  local wanted=(cmake ninja-build ccache g++ pkg-config unzip python3-pip
+                nlohmann-json3-dev libcli11-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
+                r-base-core r-cran-janeaustenr)
+  local missing=()
+  for p in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then log "Debian packages: all present"; return; fi
+  log "Debian packages: installing ${missing[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The PyPI wheel is the CUDA build; its libtorch_cpu.so also needs libcudart.so.13 and libcupti.so.13 at
+# load time even when no GPU is used. They come from the CUDA toolkit when installed, else from the two
+# small NVIDIA runtime wheels on PyPI; either way they are placed next to LibTorch so one rpath finds them.
+provide_cuda_runtime_libs() {
+  local lib=$1 tmp=$2 name found
+  for name in libcudart.so.13 libcupti.so.13; do
+    found=$(ls /usr/local/cuda*/lib*/"$name" /usr/local/cuda*/extras/CUPTI/lib64/"$name" 2>/dev/null | head -n1 || true)
+    if [ -n "$found" ]; then cp -L "$found" "$lib/$name"; fi
+  done
+  if [ ! -f "$lib/libcudart.so.13" ] || [ ! -f "$lib/libcupti.so.13" ]; then
+    log "fetching the CUDA runtime libraries LibTorch links against (PyPI nvidia-cuda-runtime, nvidia-cuda-cupti)"
+    python3 -m pip download -q --no-deps -d "$tmp/nv" "nvidia-cuda-runtime~=13.0.0" "nvidia-cuda-cupti~=13.0.0"
+    for w in "$tmp"/nv/*.whl; do unzip -q -o "$w" 'nvidia/*' -d "$tmp/nv"; done
+    for name in libcudart.so.13 libcupti.so.13; do
+      [ -f "$lib/$name" ] || cp -L "$(find "$tmp/nv" -name "$name" | head -n1)" "$lib/$name"
+    done
+  fi
+}
+
+install_libtorch() {
+  if [ -f "$LIBTORCH/.complete" ]; then log "LibTorch $TORCH_VERSION: cached in $LIBTORCH"; return; fi
+  mkdir -p "$DEW_CACHE/wheels"
+  local wheel
+  wheel=$(ls "$DEW_CACHE"/wheels/torch-"$TORCH_VERSION"-*.whl 2>/dev/null | head -n1 || true)
+  if [ -z "$wheel" ]; then
+    log "downloading torch==$TORCH_VERSION from PyPI (about 530 MB, once)"
+    # The C++ library inside does not depend on the Python version; pin the tag so every machine gets
+    # the same file whatever python3 it has.
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+      --platform manylinux_2_28_x86_64 -d "$DEW_CACHE/wheels" "torch==$TORCH_VERSION"
+    wheel=$(ls "$DEW_CACHE"/wheels/torch-"$TORCH_VERSION"-*.whl | head -n1)
+  fi
+  log "unpacking LibTorch (CPU libraries and headers) from $(basename "$wheel")"
+  local tmp; tmp=$(mktemp -d "$DEW_CACHE/.libtorch.XXXXXX")
+  unzip -q "$wheel" 'torch/include/*' 'torch/share/*' 'torch/lib/libc10.so' 'torch/lib/libtorch_cpu.so' \
+    'torch/lib/libtorch.so' 'torch/lib/libgomp.so.1' 'torch/lib/libshm.so' -d "$tmp"
+  provide_cuda_runtime_libs "$tmp/torch/lib" "$tmp"
+  echo "$TORCH_VERSION $(basename "$wheel")" > "$tmp/torch/.complete"
+  rm -rf "$LIBTORCH"
+  mv "$tmp/torch" "$LIBTORCH"   # the rename makes a half-unpacked cache impossible
+  rm -rf "$tmp"
+}
+
+extract_corpus() {
+  if [ -s "$CORPUS" ]; then log "corpus: $CORPUS ($(wc -c <"$CORPUS") bytes)"; return; fi
+  mkdir -p "$(dirname "$CORPUS")"
+  log "extracting Jane Austen's novels from Debian's r-cran-janeaustenr"
+  Rscript -e "library(janeaustenr); writeLines(austen_books()\$text, '$CORPUS.tmp')"
+  mv "$CORPUS.tmp" "$CORPUS"
+  log "corpus: $CORPUS ($(wc -c <"$CORPUS") bytes)"
+}
+
+install_debian_packages
+install_libtorch
+extract_corpus
+log "done. LibTorch: $LIBTORCH  corpus: $CORPUS"

@@ -1,0 +1,9 @@
+#pragma once
+// Each subcommand lives in its own file and registers itself on the root app here.
+#include <CLI/CLI.hpp>
+
+namespace dew::cli {
+
+void add_version_command(CLI::App& app);
+
+}  // namespace dew::cli

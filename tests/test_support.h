@@ -1,0 +1,32 @@
+#pragma once
+// Shared helpers for tests: where fixtures are, temporary directories that clean up, running the CLI.
+#include <filesystem>
+#include <string>
+
+namespace dew::test {
+
+std::filesystem::path fixtures();  // tests/fixtures (DEW_FIXTURES, set by ctest)
+std::filesystem::path dew_binary();  // the built `dew` (DEW_BIN, set by ctest)
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+// Runs a shell command line, capturing its output.
+CommandResult run_command(const std::string& command_line);
+
+void write_text(const std::filesystem::path& path, const std::string& text);
+std::string read_text(const std::filesystem::path& path);
+
+}  // namespace dew::test
