@@ -114,7 +114,16 @@ void apply_override(Json& root, std::string_view assignment) {
     if (dot == std::string::npos) break;
     start = dot + 1;
   }
-  if (node->is_object()) fail("--set ", key, ": '", key, "' is a section; set one of its fields, like ", key, ".NAME=value");
+  if (node->is_object()) {
+    // A whole section (or a map field such as model.kinds) may be given as a JSON object.
+    Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object()) {
+      *node = parsed;
+      return;
+    }
+    fail("--set ", key, ": '", key, "' is a section; set one of its fields, like ", key,
+         ".NAME=value, or give a JSON object");
+  }
   if (node->is_string() && !(text.size() >= 2 && text.front() == '"' && text.back() == '"')) {
     *node = text;
     return;

@@ -14,12 +14,13 @@
 //
 // From that one list come to_json, from_json (which refuses, by name, a field that does not exist and a
 // value of the wrong type), `--set a.b=value` overrides and the field listing printed by `--help`.
-// Field types: bool, integers, floating point, std::string, std::vector and std::optional of those, and
-// nested config structs.
+// Field types: bool, integers, floating point, std::string, std::vector, std::optional and
+// std::map<std::string, _> of those, and nested config structs.
 #include <concepts>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -52,6 +53,10 @@ struct is_vector : std::false_type {};
 template <class E>
 struct is_vector<std::vector<E>> : std::true_type {};
 template <class T>
+struct is_string_map : std::false_type {};
+template <class E>
+struct is_string_map<std::map<std::string, E>> : std::true_type {};
+template <class T>
 struct is_optional : std::false_type {};
 template <class E>
 struct is_optional<std::optional<E>> : std::true_type {};
@@ -77,6 +82,10 @@ Json value_to_json(const T& value) {
     return out;
   } else if constexpr (is_optional<T>::value) {
     return value ? value_to_json(*value) : Json(nullptr);
+  } else if constexpr (is_string_map<T>::value) {
+    Json out = Json::object();
+    for (const auto& [key, element] : value) out[key] = value_to_json(element);
+    return out;
   } else if constexpr (is_vector<T>::value) {
     Json out = Json::array();
     for (const auto& element : value) out.push_back(value_to_json(element));
@@ -129,6 +138,15 @@ void value_from_json(const Json& j, T& value, const std::string& path, const std
       value_from_json(j, inner, path, source);
       value = std::move(inner);
     }
+  } else if constexpr (is_string_map<T>::value) {
+    if (!j.is_object()) wrong_type(j, path, source, "an object");
+    T out;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      typename T::mapped_type element{};
+      value_from_json(it.value(), element, join_path(path, it.key()), source);
+      out.emplace(it.key(), std::move(element));
+    }
+    value = std::move(out);
   } else if constexpr (is_vector<T>::value) {
     if (!j.is_array()) wrong_type(j, path, source, "a list");
     T out;

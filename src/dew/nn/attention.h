@@ -1,0 +1,29 @@
+#pragma once
+// Grouped-query self-attention with rotary positions and optional per-head q/k RMSNorm (Qwen3), through
+// ATen's scaled_dot_product_attention, which picks flash or memory-efficient kernels where they apply.
+#include "dew/nn/kv_cache.h"
+#include "dew/nn/layers.h"
+#include "dew/nn/rotary.h"
+
+namespace dew::nn {
+
+struct AttentionCall {
+  const RotaryAngles* angles = nullptr;
+  at::Tensor mask;         // bool [B, 1, S, L]; undefined with is_causal (the fast path)
+  bool is_causal = false;  // no mask: plain causal over the S queries themselves
+  KVCache* cache = nullptr;
+  std::int64_t layer = 0;
+};
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype);
+  at::Tensor forward(const at::Tensor& x, const AttentionCall& call);
+
+  std::int64_t num_heads, num_kv_heads, head_dim;
+  Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};
+};
+TORCH_MODULE(Attention);
+
+}  // namespace dew::nn

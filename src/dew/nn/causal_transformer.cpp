@@ -1,0 +1,147 @@
+#include "dew/nn/causal_transformer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <map>
+
+#include "dew/core/error.h"
+#include "dew/nn/attention_mask.h"
+#include "dew/nn/dtype.h"
+
+namespace dew::nn {
+
+EmbeddingImpl::EmbeddingImpl(std::int64_t vocab, std::int64_t features, c10::ScalarType param_dtype) {
+  weight = register_parameter("weight", at::empty({vocab, features}, at::TensorOptions().dtype(param_dtype)));
+}
+
+DecoderBlockImpl::DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) {
+  input_layernorm = register_module("input_layernorm", RMSNorm(config.emb_features, config.norm_eps, param_dtype));
+  self_attn = register_module("self_attn", Attention(config, param_dtype));
+  post_attention_layernorm =
+      register_module("post_attention_layernorm", RMSNorm(config.emb_features, config.norm_eps, param_dtype));
+  mlp = register_module("mlp", Mlp(config, param_dtype));
+}
+
+at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const AttentionCall& call) {
+  auto h = x + self_attn->forward(input_layernorm->forward(x), call);
+  return h + mlp->forward(post_attention_layernorm->forward(h));
+}
+
+DecoderStackImpl::DecoderStackImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) {
+  embed_tokens = register_module("embed_tokens", Embedding(config.vocab_size, config.emb_features, param_dtype));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (std::int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderBlock(config, param_dtype));
+  norm = register_module("norm", RMSNorm(config.emb_features, config.norm_eps, param_dtype));
+}
+
+CausalTransformerImpl::CausalTransformerImpl(CausalTransformerConfig config) : config_(std::move(config)) {
+  config_.validate();
+  compute_dtype_ = parse_dtype(config_.dtype);
+  param_dtype_ = parse_dtype(config_.param_dtype);
+  model = register_module("model", DecoderStack(config_, param_dtype_));
+  if (!config_.tie_embeddings) {
+    lm_head = register_module("lm_head", Linear(config_.emb_features, config_.vocab_size, false, param_dtype_));
+  }
+  init_parameters(0);
+}
+
+const at::Tensor& CausalTransformerImpl::output_weight() const {
+  return config_.tie_embeddings ? model->embed_tokens->weight : lm_head->weight;
+}
+
+void CausalTransformerImpl::init_parameters(std::uint64_t seed) {
+  at::NoGradGuard no_grad;
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const double std_dev = 0.02, residual_std = 0.02 / std::sqrt(2.0 * config_.num_layers);
+  // Sorted names make the draw order independent of registration details.
+  std::map<std::string, at::Tensor> sorted;
+  for (const auto& item : named_parameters()) sorted.emplace(item.key(), item.value());
+  for (auto& [name, p] : sorted) {
+    auto ends_with = [&](const char* suffix) {
+      std::string s(suffix);
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    if (ends_with("norm.weight")) {
+      p.fill_(1.0);
+    } else if (ends_with(".bias")) {
+      p.zero_();
+    } else {
+      bool residual = ends_with("o_proj.weight") || ends_with("down_proj.weight");
+      auto values = at::empty(p.sizes(), at::TensorOptions().dtype(at::kFloat));
+      values.normal_(0.0, residual ? residual_std : std_dev, generator);
+      p.copy_(values);
+    }
+  }
+}
+
+std::int64_t CausalTransformerImpl::parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
+  if (!in.ids.defined() || in.ids.dim() != 2) dew::fail("decoder input ids must be a [batch, seq] tensor");
+  auto B = in.ids.size(0), S = in.ids.size(1);
+  auto device = in.ids.device();
+  auto longs = at::TensorOptions().dtype(at::kLong).device(device);
+  std::int64_t first_slot = in.cache ? in.cache->length : 0;
+  if (in.cache && first_slot + S > in.cache->capacity()) {
+    dew::fail("the KV cache holds ", in.cache->capacity(), " tokens; ", first_slot, " are used and ", S, " more do not fit");
+  }
+  auto positions = in.positions.defined() ? in.positions : (at::arange(S, longs) + first_slot).unsqueeze(0).expand({B, S});
+  if (!in.cache && S > config_.max_seq_len) {
+    dew::fail("the sequence has ", S, " tokens but the model's max_seq_len is ", config_.max_seq_len);
+  }
+
+  auto x = at::embedding(model->embed_tokens->weight.to(compute_dtype_), in.ids);
+  if (config_.embedding_scale != 1.0) x = x * config_.embedding_scale;
+  auto angles = rotary_angles(positions, config_.resolved_head_dim(), config_.rope_theta, compute_dtype_);
+
+  // One mask per distinct window, shared by the layers of that kind; none at all on the plain causal path.
+  bool plain = !in.cache && !in.segment_ids.defined() && config_.causal;
+  MaskInputs mask_inputs;
+  if (in.cache) {
+    auto& cache = *in.cache;
+    auto segments = in.segment_ids.defined() ? in.segment_ids : at::ones({B, S}, longs);
+    cache.positions.narrow(1, first_slot, S).copy_(positions);
+    cache.segments.narrow(1, first_slot, S).copy_(segments);
+    mask_inputs = {positions, segments, cache.positions.narrow(1, 0, first_slot + S),
+                   cache.segments.narrow(1, 0, first_slot + S), first_slot, config_.causal};
+  } else if (!plain) {
+    auto segments = in.segment_ids.defined() ? in.segment_ids : at::ones({B, S}, longs);
+    mask_inputs = {positions, segments, positions, segments, 0, config_.causal};
+  }
+  std::map<std::int64_t, at::Tensor> masks;
+  for (std::int64_t i = 0; i < config_.num_layers; ++i) {
+    auto window = config_.window_of_layer(i);
+    AttentionCall call{&angles, {}, false, in.cache, i};
+    if (plain && window == 0) {
+      call.is_causal = true;
+    } else {
+      if (plain && !mask_inputs.query_positions.defined()) {
+        auto ones = at::ones({B, S}, longs);
+        mask_inputs = {positions, ones, positions, ones, 0, true};
+      }
+      auto it = masks.find(window);
+      if (it == masks.end()) it = masks.emplace(window, attention_mask(mask_inputs, window)).first;
+      call.mask = it->second;
+    }
+    x = model->layers[i]->as<DecoderBlockImpl>()->forward(x, call);
+  }
+  if (in.cache) in.cache->length += S;
+  return model->norm->forward(x);
+}
+
+at::Tensor CausalTransformerImpl::logits(const at::Tensor& hidden) const {
+  auto out = dense(hidden, output_weight()).to(at::kFloat);
+  if (config_.final_logit_softcap > 0) {
+    out = at::tanh(out / config_.final_logit_softcap) * config_.final_logit_softcap;
+  }
+  return out;
+}
+
+at::Tensor CausalTransformerImpl::forward(const DecoderInputs& inputs) { return logits(hidden_states(inputs)); }
+
+}  // namespace dew::nn

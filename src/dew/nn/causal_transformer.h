@@ -1,0 +1,77 @@
+#pragma once
+// CausalTransformer: a pre-norm decoder (RMSNorm, grouped-query attention with rotary positions,
+// gated MLP), parameters named as Hugging Face Llama/Qwen3 name them:
+//   model.embed_tokens.weight, model.layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj, self_attn.{q,k}_norm,
+//   post_attention_layernorm, mlp.{gate,up,down}_proj}.weight, model.norm.weight, lm_head.weight (untied only).
+#include <cstdint>
+
+#include "dew/nn/attention.h"
+
+namespace dew::nn {
+
+// What one forward pass reads. Only ids is required.
+struct DecoderInputs {
+  at::Tensor ids;          // [B, S] int64
+  at::Tensor positions;    // [B, S] int64; default 0..S-1 (after the cache's filled slots when decoding)
+  at::Tensor segment_ids;  // [B, S] int64; 0 = padding; tokens attend only within their segment
+  KVCache* cache = nullptr;  // append this call's keys/values and attend over the whole cache
+};
+
+class EmbeddingImpl : public torch::nn::Module {
+ public:
+  EmbeddingImpl(std::int64_t vocab, std::int64_t features, c10::ScalarType param_dtype);
+  at::Tensor weight;
+};
+TORCH_MODULE(Embedding);
+
+class DecoderBlockImpl : public torch::nn::Module {
+ public:
+  DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype);
+  at::Tensor forward(const at::Tensor& x, const AttentionCall& call);
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  Attention self_attn{nullptr};
+  Mlp mlp{nullptr};
+};
+TORCH_MODULE(DecoderBlock);
+
+// The "model." part: embeddings, blocks and the final norm.
+class DecoderStackImpl : public torch::nn::Module {
+ public:
+  DecoderStackImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype);
+  Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  RMSNorm norm{nullptr};
+};
+TORCH_MODULE(DecoderStack);
+
+class CausalTransformerImpl : public torch::nn::Module {
+ public:
+  explicit CausalTransformerImpl(CausalTransformerConfig config);  // validates the config
+
+  // Logits in fp32, [B, S, vocab_size] (soft-capped when final_logit_softcap > 0).
+  at::Tensor forward(const DecoderInputs& inputs);
+  // The final-normed hidden states in the compute dtype, [B, S, emb_features].
+  at::Tensor hidden_states(const DecoderInputs& inputs);
+  // Hidden states -> fp32 logits; lets a loss compute logits one vocabulary or sequence chunk at a time.
+  at::Tensor logits(const at::Tensor& hidden) const;
+  // The output projection's weight (the embedding matrix when tied).
+  const at::Tensor& output_weight() const;
+
+  // Deterministic initialisation from a seed, independent of device: N(0, 0.02) for matrices (output
+  // projections scaled by 1/sqrt(2 * num_layers)), ones for norms, zeros for biases.
+  void init_parameters(std::uint64_t seed);
+
+  std::int64_t parameter_count() const;
+  const CausalTransformerConfig& config() const { return config_; }
+  c10::ScalarType compute_dtype() const { return compute_dtype_; }
+
+  DecoderStack model{nullptr};
+  Linear lm_head{nullptr};
+
+ private:
+  CausalTransformerConfig config_;
+  c10::ScalarType compute_dtype_, param_dtype_;
+};
+TORCH_MODULE(CausalTransformer);
+
+}  // namespace dew::nn

@@ -1,0 +1,39 @@
+#include "dew/nn/layers.h"
+
+namespace dew::nn {
+
+at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  auto w = weight.scalar_type() == x.scalar_type() ? weight : weight.to(x.scalar_type());
+  if (!bias.defined()) return at::linear(x, w);
+  return at::linear(x, w, bias.scalar_type() == x.scalar_type() ? bias : bias.to(x.scalar_type()));
+}
+
+LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias, c10::ScalarType param_dtype) {
+  weight = register_parameter("weight", at::empty({out, in}, at::TensorOptions().dtype(param_dtype)));
+  if (with_bias) bias = register_parameter("bias", at::zeros({out}, at::TensorOptions().dtype(param_dtype)));
+}
+
+RMSNormImpl::RMSNormImpl(std::int64_t features, double eps_, c10::ScalarType param_dtype) : eps(eps_) {
+  weight = register_parameter("weight", at::ones({features}, at::TensorOptions().dtype(param_dtype)));
+}
+
+at::Tensor RMSNormImpl::forward(const at::Tensor& x) const {
+  auto x32 = x.to(at::kFloat);
+  auto normed = x32 * at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight.to(x.scalar_type()) * normed.to(x.scalar_type());
+}
+
+MlpImpl::MlpImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) : kind(config.mlp) {
+  auto d = config.emb_features, h = config.resolved_mlp_features();
+  if (kind != "gelu") gate_proj = register_module("gate_proj", Linear(d, h, false, param_dtype));
+  up_proj = register_module("up_proj", Linear(d, h, false, param_dtype));
+  down_proj = register_module("down_proj", Linear(h, d, false, param_dtype));
+}
+
+at::Tensor MlpImpl::forward(const at::Tensor& x) const {
+  if (kind == "swiglu") return down_proj->forward(at::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  if (kind == "geglu") return down_proj->forward(at::gelu(gate_proj->forward(x), "tanh") * up_proj->forward(x));
+  return down_proj->forward(at::gelu(up_proj->forward(x), "tanh"));
+}
+
+}  // namespace dew::nn

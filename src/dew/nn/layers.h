@@ -1,0 +1,47 @@
+#pragma once
+// The decoder's building blocks, named as Hugging Face's Llama/Qwen3 modules name them so that weight
+// maps for published checkpoints are renamings, not translations.
+//
+// Parameters are stored in param_dtype; each forward casts them to the compute dtype at use, so bf16
+// compute keeps fp32 master weights (the optimizer updates the fp32 copies).
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+
+#include <ATen/ATen.h>
+
+#include "dew/nn/causal_transformer_config.h"
+
+namespace dew::nn {
+
+// y = x W^T (+ b), with W (and b) cast to x's dtype.
+at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
+
+// A Linear layer holding `weight` [out, in] and optionally `bias` [out].
+class LinearImpl : public torch::nn::Module {
+ public:
+  LinearImpl(std::int64_t in, std::int64_t out, bool bias, c10::ScalarType param_dtype);
+  at::Tensor forward(const at::Tensor& x) const { return dense(x, weight, bias); }
+  at::Tensor weight, bias;
+};
+TORCH_MODULE(Linear);
+
+// RMSNorm computed in fp32 (as transformers does), result cast back to the input dtype.
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(std::int64_t features, double eps, c10::ScalarType param_dtype);
+  at::Tensor forward(const at::Tensor& x) const;
+  at::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(RMSNorm);
+
+class MlpImpl : public torch::nn::Module {
+ public:
+  MlpImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype);
+  at::Tensor forward(const at::Tensor& x) const;
+  std::string kind;
+  Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+}  // namespace dew::nn
