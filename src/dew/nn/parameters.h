@@ -1,0 +1,22 @@
+#pragma once
+// Moving a module's parameters in and out of named tensor files (checkpoints, fixtures, exports).
+#include <torch/nn/module.h>
+
+#include <map>
+#include <string>
+
+#include "dew/formats/safetensors.h"
+
+namespace dew::nn {
+
+std::map<std::string, at::Tensor> parameter_map(const torch::nn::Module& module);
+
+// Copies every parameter from `file` (converting dtype, keeping each parameter's device and dtype).
+// A parameter missing from the file, a shape that disagrees, or (when strict) a tensor in the file that
+// the module lacks, is an error naming the file and the tensor.
+void load_parameters(torch::nn::Module& module, const formats::SafetensorsFile& file, bool strict = true);
+
+void save_parameters(const torch::nn::Module& module, const std::filesystem::path& path,
+                     const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace dew::nn
