@@ -1,0 +1,40 @@
+#pragma once
+// The seam every training task hangs on (LM, SFT, DPO, GRPO, masked diffusion, image diffusion, JEPA):
+// an Objective owns its model, turns a batch into a loss, and evaluates. The Trainer owns everything else
+// (optimizer, schedule, precision, EMA, accumulation, checkpoints, logging).
+//
+// Losses are sums with their counts: the trainer backpropagates each micro-batch's sum and divides the
+// accumulated gradient by the total count, so accumulated and (later) distributed steps equal one step
+// on the concatenated batch exactly.
+#include <torch/nn/module.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "dew/data/batch.h"
+#include "dew/objectives/statistics.h"
+
+namespace dew::objectives {
+
+struct Loss {
+  at::Tensor sum;    // fp32 scalar, differentiable: the sum of per-token (per-example) losses
+  double count = 0;  // how many terms are in the sum (the weight the loss is averaged by)
+  Statistics metrics;  // additive training metrics for this batch (ce, token_accuracy, ...)
+};
+
+class Objective {
+ public:
+  virtual ~Objective() = default;
+  virtual std::string name() const = 0;
+  // Makes the variables: initialises the model's parameters from `seed`.
+  virtual void init(std::uint64_t seed) = 0;
+  // The module whose parameters are trained (and checkpointed, and EMA-averaged).
+  virtual torch::nn::Module& module() = 0;
+  virtual Loss loss(const data::Batch& batch, std::int64_t step) = 0;
+  // Additive statistics over one evaluation batch, with the weights currently in module(); no gradients.
+  virtual Statistics evaluate(const data::Batch& batch) = 0;
+  // Everything needed to rebuild this objective (and its model) in run.json.
+  virtual nlohmann::ordered_json config_json() const = 0;
+};
+
+}  // namespace dew::objectives

@@ -1,0 +1,23 @@
+#pragma once
+// Weighted next-token cross entropy in fp32, from final hidden states and the output projection.
+//
+// With chunk_tokens > 0 the logits are never materialised for the whole batch: a custom autograd
+// function computes them chunk by chunk in the forward pass and recomputes them in the backward pass,
+// so memory holds one [chunk, vocab] block instead of [tokens, vocab] -- what bounds memory for large
+// vocabularies. Both paths give the same loss and gradients.
+#include <ATen/ATen.h>
+
+namespace dew::objectives {
+
+struct CrossEntropySums {
+  at::Tensor loss_sum;  // fp32 scalar, differentiable: sum over tokens of weight * ce
+  at::Tensor correct;   // fp32 scalar, no gradient: sum over tokens of weight * [argmax == target]
+};
+
+// hidden [N, E] (compute dtype), output_weight [V, E] (the parameter itself), targets [N] int64,
+// weights [N] fp32. softcap > 0 applies cap * tanh(logits / cap) before the softmax.
+CrossEntropySums token_cross_entropy(const at::Tensor& hidden, const at::Tensor& output_weight,
+                                     const at::Tensor& targets, const at::Tensor& weights, double softcap,
+                                     std::int64_t chunk_tokens);
+
+}  // namespace dew::objectives
