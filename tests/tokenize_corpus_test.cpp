@@ -256,6 +256,18 @@ TEST(Tokenize, Gpt2WhenAvailable) {
   auto back = load_token_tokenizer(dir / "out", meta);
   EXPECT_EQ(back->vocab_size(), 50257);
   EXPECT_EQ(back->encode("Hello world"), (std::vector<TokenId>{15496, 995}));
+
+  // Streaming in 1 KB blocks gives GPT-2's ids for the whole text (spaces, newlines, digits, UTF-8).
+  std::string text;
+  for (int i = 0; i < 400; ++i) {
+    text += "It's " + std::to_string(1990 + i) + ":  naïve café — déjà vu 🦄\n\n   The quick brown fox, said she.\n";
+  }
+  write_text(dir / "long.txt", text);
+  auto streamed = config_for(dir / "long.txt", dir / "long", 0.0);
+  streamed.block_bytes = 1024;
+  tokenize_corpus(streamed, *gpt2);
+  std::vector<TokenId> whole = gpt2->encode(text);
+  EXPECT_EQ(read_ids(dir / "long", Split::train), std::vector<std::int64_t>(whole.begin(), whole.end()));
 }
 
 }  // namespace
