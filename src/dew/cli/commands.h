@@ -6,5 +6,6 @@ namespace dew::cli {
 
 void add_version_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_tokenizer_command(CLI::App& app);
 
 }  // namespace dew::cli

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   dew::cli::add_version_command(app);
   dew::cli::add_tokenize_command(app);
+  dew::cli::add_tokenizer_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,256 @@
+// The BPE merge loop: counts every adjacent pair once, then keeps the counts current as merges happen.
+//
+// Each merge touches only the words that hold the merged pair (a per-pair list of word indices), and the
+// most frequent pair is found with a max-heap whose stale entries are fixed when they surface: a pair's
+// count only ever falls after it first appears (new pairs always contain the newest token), so an entry
+// whose stored count differs from the live count is re-pushed with the live one and the first entry that
+// agrees is the true maximum. This is Hugging Face's BpeTrainer algorithm; the cost per merge is the
+// length of the words it touches, not the size of the corpus.
+#include "dew/data/tokenizers/bpe_trainer.h"
+
+#include <algorithm>
+#include <array>
+#include <queue>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "dew/core/error.h"
+
+namespace dew::data {
+namespace {
+
+using Symbol = std::uint32_t;
+using PairKey = std::uint64_t;
+
+PairKey pair_key(Symbol left, Symbol right) { return (static_cast<PairKey>(left) << 32) | right; }
+Symbol left_of(PairKey key) { return static_cast<Symbol>(key >> 32); }
+Symbol right_of(PairKey key) { return static_cast<Symbol>(key & 0xffffffffu); }
+
+// GPT-2's bytes_to_unicode maps these bytes to themselves; the other 68 to U+0100.. in byte order.
+bool byte_level_keeps(int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255); }
+
+// The 256 bytes sorted by their byte-level character, which is how Hugging Face orders the alphabet.
+std::array<std::uint8_t, 256> byte_level_order() {
+  std::array<std::uint8_t, 256> order{};
+  int n = 0;
+  for (int b = 0; b < 256; ++b)
+    if (byte_level_keeps(b)) order[n++] = static_cast<std::uint8_t>(b);
+  for (int b = 0; b < 256; ++b)
+    if (!byte_level_keeps(b)) order[n++] = static_cast<std::uint8_t>(b);
+  return order;
+}
+
+// Code points of `text`, or false when it is not valid UTF-8.
+bool decode_utf8(std::string_view text, std::vector<std::uint32_t>& out) {
+  for (std::size_t i = 0; i < text.size();) {
+    auto c = static_cast<std::uint8_t>(text[i]);
+    int extra = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : -1;
+    if (extra < 0 || i + extra >= text.size()) return false;
+    std::uint32_t cp = extra == 0 ? c : c & (0x3F >> extra);
+    for (int k = 1; k <= extra; ++k) {
+      auto cont = static_cast<std::uint8_t>(text[i + k]);
+      if ((cont & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cont & 0x3F);
+    }
+    out.push_back(cp);
+    i += extra + 1;
+  }
+  return true;
+}
+
+// Hugging Face keys its vocabulary by the byte-level spelling of learned tokens and by the plain text of
+// special tokens, so a special token spelled in byte-level symbols other than printable ASCII ("ĠĠ",
+// "Ā") would clash with a learned token under a different id. Such tokens are refused; printable-ASCII
+// ones ("<|endoftext|>") spell the same in both forms and are fine.
+void check_special_tokens(const std::vector<std::string>& specials) {
+  std::set<std::string> seen;
+  for (const auto& token : specials) {
+    if (token.empty()) fail("special_tokens: an empty special token is not allowed; remove it");
+    if (!seen.insert(token).second) fail("special_tokens: '", token, "' is listed twice; list each token once");
+    if (token.size() == 1)
+      fail("special_tokens: '", token, "' is a single byte, which the byte alphabet already holds; ",
+           "use a longer token such as '<|", token, "|>'");
+    std::vector<std::uint32_t> cps;
+    if (!decode_utf8(token, cps)) fail("special_tokens: '", token, "' is not valid UTF-8");
+    bool all_byte_level = std::all_of(cps.begin(), cps.end(), [](std::uint32_t cp) {
+      return cp < 256 ? byte_level_keeps(static_cast<int>(cp)) : cp < 256 + 68;
+    });
+    bool all_ascii = std::all_of(cps.begin(), cps.end(), [](std::uint32_t cp) { return cp >= 33 && cp <= 126; });
+    if (all_byte_level && !all_ascii)
+      fail("special_tokens: '", token, "' is spelled only in byte-level symbols, so it would clash with the ",
+           "byte-level spelling of a learned token; add a character outside them (e.g. '<|...|>')");
+  }
+}
+
+struct QueueEntry {
+  std::int64_t count;
+  Symbol left, right;
+};
+
+// Max-heap order: the larger count first; among equal counts the smaller (left, right) ids first.
+struct LowerPriority {
+  bool operator()(const QueueEntry& a, const QueueEntry& b) const {
+    if (a.count != b.count) return a.count < b.count;
+    return std::tie(a.left, a.right) > std::tie(b.left, b.right);
+  }
+};
+
+// Merges every non-overlapping (left, right), scanning left to right, into `merged`, and reports the
+// pairs that disappear (-1) and appear (+1) around each merge. The merged pair itself is not reported:
+// none of it is left afterwards.
+template <class OnChange>
+void merge_word(std::vector<Symbol>& symbols, Symbol left, Symbol right, Symbol merged, OnChange&& on_change) {
+  std::size_t n = symbols.size(), out = 0;
+  for (std::size_t i = 0; i < n;) {
+    if (i + 1 < n && symbols[i] == left && symbols[i + 1] == right) {
+      if (out > 0) {
+        on_change(symbols[out - 1], left, -1);
+        on_change(symbols[out - 1], merged, +1);
+      }
+      if (i + 2 < n) {
+        on_change(right, symbols[i + 2], -1);
+        on_change(merged, symbols[i + 2], +1);
+      }
+      symbols[out++] = merged;
+      i += 2;
+    } else {
+      symbols[out++] = symbols[i++];
+    }
+  }
+  symbols.resize(out);
+}
+
+}  // namespace
+
+void check_trainer_config(const BpeTrainerConfig& config) {
+  check_special_tokens(config.special_tokens);
+  const std::int64_t fixed = static_cast<std::int64_t>(config.special_tokens.size()) + 256;
+  if (config.vocab_size < fixed)
+    fail("vocab_size ", config.vocab_size, " is too small: the vocabulary holds the ", config.special_tokens.size(),
+         " special token(s) and all 256 bytes before any merge, so it must be at least ", fixed);
+  if (config.vocab_size > std::int64_t{1} << 31)
+    fail("vocab_size ", config.vocab_size, " is too large: ids are 32-bit; use at most 2147483648");
+  if (config.min_frequency < 0)
+    fail("min_frequency ", config.min_frequency, " is negative; use 0 or more (2 is the usual choice)");
+  if (config.threads < 0) fail("threads ", config.threads, " is negative; use 0 (all available) or a count");
+  if (config.max_input_bytes < 0)
+    fail("max_input_bytes ", config.max_input_bytes, " is negative; use 0 (read everything) or a byte count");
+}
+
+BpeParts learn_bpe(const PieceCounts& pieces, const BpeTrainerConfig& config) {
+  check_trainer_config(config);
+  std::uint64_t total = 0;
+  for (const auto& [piece, count] : pieces)
+    if (!piece.empty()) total += count;
+  if (total == 0) fail("there is no text to learn from: the training input is empty");
+
+  BpeParts parts;
+  parts.split_pattern = config.split_pattern;
+  std::unordered_map<std::string, Symbol> ids;  // learned tokens (raw bytes) and special tokens -> id
+  auto add_token = [&](std::string token) {
+    auto id = static_cast<Symbol>(parts.vocab.size());
+    ids.emplace(token, id);
+    parts.vocab.push_back(std::move(token));
+    return id;
+  };
+  for (const auto& special : config.special_tokens) {
+    Symbol id = add_token(special);
+    parts.added_tokens.push_back({special, static_cast<TokenId>(id), true});
+  }
+  std::array<Symbol, 256> byte_id{};
+  for (std::uint8_t b : byte_level_order()) byte_id[b] = add_token(std::string(1, static_cast<char>(b)));
+
+  // Words: each distinct piece as symbols, with its count.
+  std::vector<std::vector<Symbol>> words;
+  std::vector<std::int64_t> word_counts;
+  words.reserve(pieces.size());
+  for (const auto& [piece, count] : pieces) {
+    if (piece.empty() || count == 0) continue;
+    std::vector<Symbol> symbols(piece.size());
+    for (std::size_t i = 0; i < piece.size(); ++i) symbols[i] = byte_id[static_cast<std::uint8_t>(piece[i])];
+    words.push_back(std::move(symbols));
+    word_counts.push_back(static_cast<std::int64_t>(count));
+  }
+
+  std::unordered_map<PairKey, std::int64_t> pair_counts;
+  std::unordered_map<PairKey, std::vector<std::uint32_t>> pair_words;  // may hold stale or repeated words
+  pair_counts.reserve(1 << 16);
+  for (std::uint32_t w = 0; w < words.size(); ++w) {
+    const auto& symbols = words[w];
+    for (std::size_t i = 0; i + 1 < symbols.size(); ++i) {
+      PairKey key = pair_key(symbols[i], symbols[i + 1]);
+      pair_counts[key] += word_counts[w];
+      auto& list = pair_words[key];
+      if (list.empty() || list.back() != w) list.push_back(w);
+    }
+  }
+  std::priority_queue<QueueEntry, std::vector<QueueEntry>, LowerPriority> queue;
+  for (const auto& [key, count] : pair_counts) queue.push({count, left_of(key), right_of(key)});
+
+  const std::int64_t min_count = std::max<std::int64_t>(1, config.min_frequency);
+  std::unordered_set<PairKey> merged_pairs, blocked;
+  const std::set<std::string> specials(config.special_tokens.begin(), config.special_tokens.end());
+  std::vector<std::uint32_t> visited(words.size(), 0);  // merge number that last visited each word
+  std::vector<PairKey> appeared;
+  std::uint32_t step = 0;
+  while (static_cast<std::int64_t>(parts.vocab.size()) < config.vocab_size && !queue.empty()) {
+    QueueEntry top = queue.top();
+    queue.pop();
+    PairKey key = pair_key(top.left, top.right);
+    auto live = pair_counts.find(key);
+    std::int64_t count = live == pair_counts.end() ? 0 : live->second;
+    if (count != top.count) {  // stale: put it back with its live count
+      if (count > 0) queue.push({count, top.left, top.right});
+      continue;
+    }
+    if (count < min_count) break;
+
+    std::string token = parts.vocab[top.left] + parts.vocab[top.right];
+    // Text never becomes a special token's id (Hugging Face would reuse that id here, so "ab" in a corpus
+    // would encode as the special token "ab"): the pair is left unmerged for good.
+    if (specials.count(token)) {
+      blocked.insert(key);
+      pair_counts.erase(key);
+      pair_words.erase(key);
+      continue;
+    }
+    // A string learned before along another path (a+bc vs ab+c) keeps its first id.
+    auto found = ids.find(token);
+    Symbol merged = found != ids.end() ? found->second : add_token(token);
+    // A pair merged before can come back when a reused id meets new neighbours; merging it again keeps
+    // the words as the encoder would see them, and its rule is already in the list.
+    if (merged_pairs.insert(key).second) parts.merges.emplace_back(parts.vocab[top.left], parts.vocab[top.right]);
+
+    ++step;
+    std::vector<std::uint32_t> holders = std::move(pair_words[key]);
+    pair_words.erase(key);
+    pair_counts.erase(key);
+    appeared.clear();
+    for (std::uint32_t w : holders) {
+      if (visited[w] == step) continue;
+      visited[w] = step;
+      std::int64_t weight = word_counts[w];
+      merge_word(words[w], top.left, top.right, merged, [&](Symbol a, Symbol b, int delta) {
+        PairKey changed = pair_key(a, b);
+        if (blocked.count(changed)) return;
+        pair_counts[changed] += delta * weight;
+        if (delta > 0) {
+          auto& list = pair_words[changed];
+          if (list.empty() || list.back() != w) list.push_back(w);
+          appeared.push_back(changed);
+        }
+      });
+    }
+    std::sort(appeared.begin(), appeared.end());
+    appeared.erase(std::unique(appeared.begin(), appeared.end()), appeared.end());
+    for (PairKey changed : appeared) {
+      std::int64_t c = pair_counts[changed];
+      if (c > 0 && !blocked.count(changed)) queue.push({c, left_of(changed), right_of(changed)});
+    }
+  }
+  return parts;
+}
+
+}  // namespace dew::data
