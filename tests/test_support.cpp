@@ -15,14 +15,12 @@ namespace fs = std::filesystem;
 
 fs::path fixtures() {
   const char* env = std::getenv("DEW_FIXTURES");
-  if (!env) throw std::runtime_error("DEW_FIXTURES is not set; run the tests through ctest");
-  return env;
+  return env ? fs::path(env) : fs::path(DEW_TEST_FIXTURES_DEFAULT);
 }
 
 fs::path dew_binary() {
   const char* env = std::getenv("DEW_BIN");
-  if (!env) throw std::runtime_error("DEW_BIN is not set; run the tests through ctest");
-  return env;
+  return env ? fs::path(env) : fs::path(DEW_TEST_BIN_DEFAULT);
 }
 
 TempDir::TempDir() {
