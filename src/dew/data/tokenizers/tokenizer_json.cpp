@@ -315,9 +315,13 @@ std::string write_json(const BpeDefinition& definition) {
   ordered_json model = {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
                         {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", false},
                         {"byte_fallback", false}, {"ignore_merges", definition.ignore_merges}};
+  // ordered_json's operator[] searches linearly, which makes a 50k vocabulary quadratic (seconds).
+  // Tokens are unique, so append to the underlying vector directly.
   ordered_json vocab = ordered_json::object();
+  auto& entries = static_cast<std::vector<std::pair<const std::string, ordered_json>>&>(vocab.get_ref<ordered_json::object_t&>());
+  entries.reserve(definition.vocab.size());
   for (std::size_t id = 0; id < definition.vocab.size(); ++id)
-    if (!definition.vocab[id].empty()) vocab[definition.vocab[id]] = id;
+    if (!definition.vocab[id].empty()) entries.emplace_back(definition.vocab[id], id);
   model["vocab"] = std::move(vocab);
   // "a b" lines are the form every tokenizers version reads; pairs only when a token holds a space.
   bool pairs = false;
