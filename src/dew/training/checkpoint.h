@@ -1,0 +1,84 @@
+#pragma once
+// Checkpoints: a run directory holds one directory per checkpointed step, named by the step number:
+//
+//   RUN_DIR/20/params.safetensors     the module's parameters (Hugging Face names for decoders)
+//   RUN_DIR/20/optimizer.safetensors  optimizer state ("exp_avg/<param>", ..., "step")
+//   RUN_DIR/20/ema.safetensors        the EMA copy, when the run keeps one
+//   RUN_DIR/20/state.json             step, data position, seed and RNG state, clocks, last metrics
+//
+// A checkpoint is built under a hidden temporary sibling and renamed into place (AtomicDirectory), so a
+// step directory is either complete or absent; latest_checkpoint() ignores temporary and partial names.
+// Opening one validates every file before anything is loaded, and errors name the file and the tensor.
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dew/formats/safetensors.h"
+
+namespace torch::nn {
+class Module;
+}
+
+namespace dew::training {
+
+// What state.json records besides the tensors.
+struct CheckpointState {
+  std::int64_t step = 0;
+  std::int64_t data_position = 0;  // BatchSource::position() of the training data after this step
+  std::uint64_t seed = 0;
+  std::string rng_state;           // the CPU generator's state, hex (empty = not saved)
+  double elapsed_seconds = 0;      // training wall time so far (summed over resumed segments)
+  double tokens_seen = 0;          // loss terms (targets) trained on so far
+  std::map<std::string, double> metrics;  // the last logged scalars
+};
+
+struct CheckpointTensors {
+  std::map<std::string, at::Tensor> params, optimizer, ema;  // ema empty when the run keeps none
+};
+
+// Writes RUN_DIR/<step> atomically (replacing an existing directory of that step only once the new one is
+// complete) and returns its path.
+std::filesystem::path save_checkpoint(const std::filesystem::path& run_dir, const CheckpointState& state,
+                                      const CheckpointTensors& tensors);
+
+// Steps that have a checkpoint directory (all-digit names), ascending. Missing run_dir = none.
+std::vector<std::int64_t> checkpoint_steps(const std::filesystem::path& run_dir);
+// The directory of the highest step, if any.
+std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& run_dir);
+// Removes all but the newest `keep` checkpoints (keep <= 0 keeps all).
+void prune_checkpoints(const std::filesystem::path& run_dir, std::int64_t keep);
+
+// An opened, validated checkpoint directory: every file present (ema only if it was written), each
+// safetensors header valid, state.json complete. The tensors are memory-mapped views.
+class Checkpoint {
+ public:
+  explicit Checkpoint(std::filesystem::path dir);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const CheckpointState& state() const { return state_; }
+  bool has_ema() const { return ema_.has_value(); }
+  const formats::SafetensorsFile& params() const { return params_; }
+  const formats::SafetensorsFile& optimizer() const { return optimizer_; }
+  const formats::SafetensorsFile& ema() const;  // error if the run kept no EMA
+  // All tensors of one file as CPU views.
+  static std::map<std::string, at::Tensor> tensors(const formats::SafetensorsFile& file);
+
+ private:
+  std::filesystem::path dir_;
+  CheckpointState state_;
+  formats::SafetensorsFile params_, optimizer_;
+  std::optional<formats::SafetensorsFile> ema_;
+};
+
+// Loads a checkpoint's weights into `module` for evaluation or generation: the EMA copy when `use_ema` and
+// the checkpoint has one, else the live parameters. `checkpoint` is a step directory or a run directory
+// (its latest checkpoint). Returns the step directory used.
+std::filesystem::path load_checkpoint_weights(torch::nn::Module& module, const std::filesystem::path& checkpoint,
+                                              bool use_ema = true);
+
+}  // namespace dew::training

@@ -1,0 +1,364 @@
+#include "dew/training/trainer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/cuda.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "dew/core/error.h"
+#include "dew/core/progress.h"
+#include "dew/nn/parameters.h"
+#include "dew/telemetry/local_tracker.h"
+#include "dew/telemetry/plot.h"
+#include "dew/training/checkpoint.h"
+#include "dew/training/evaluate.h"
+#include "dew/training/flops.h"
+#include "dew/training/grad_clip.h"
+#include "dew/training/lr_schedule.h"
+#include "dew/training/stop_signals.h"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace dew::training {
+namespace {
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::string to_hex(const at::Tensor& bytes) {
+  auto b = bytes.contiguous();
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  const auto* p = b.data_ptr<std::uint8_t>();
+  for (std::int64_t i = 0; i < b.numel(); ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+
+at::Tensor from_hex(const std::string& hex, const std::string& source) {
+  if (hex.size() % 2 != 0) fail("'", source, "' field 'rng_state' is not hex");
+  auto out = at::empty({static_cast<std::int64_t>(hex.size() / 2)}, at::kByte);
+  auto* p = out.data_ptr<std::uint8_t>();
+  auto nibble = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    fail("'", source, "' field 'rng_state' is not hex");
+  };
+  for (std::size_t i = 0; i < hex.size() / 2; ++i) p[i] = static_cast<std::uint8_t>(nibble(hex[2 * i]) * 16 + nibble(hex[2 * i + 1]));
+  return out;
+}
+
+std::string format_value(const std::string& name, double v) {
+  char buf[64];
+  if (name == "lr") {
+    std::snprintf(buf, sizeof buf, "%.2e", v);
+  } else if (name == "mfu") {
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100 * v);
+  } else if (name == "step_seconds") {
+    std::snprintf(buf, sizeof buf, "%.1f ms", 1000 * v);
+  } else if (name == "tokens_per_second") {
+    return human_count(v, "tok/s");
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  }
+  return buf;
+}
+
+// Log lines, plus a redrawn progress bar between them when the stream is a terminal.
+class Console {
+ public:
+  Console(std::FILE* out, std::int64_t total) : out_(out), total_(total), tty_(out && ::isatty(::fileno(out)) == 1) {}
+  ~Console() {
+    if (bar_shown_) std::fputs("\n", out_);
+  }
+  void line(const std::string& text) {
+    if (!out_) return;
+    std::fprintf(out_, "%s%s\n", bar_shown_ ? "\r\033[K" : "", text.c_str());
+    std::fflush(out_);
+    bar_shown_ = false;
+  }
+  void bar(std::int64_t step, double loss, double seconds_per_step) {
+    if (!tty_ || seconds_since(last_) < 0.1) return;
+    last_ = Clock::now();
+    constexpr int width = 30;
+    const double fraction = total_ > 0 ? std::min(1.0, static_cast<double>(step) / static_cast<double>(total_)) : 1.0;
+    const int filled = static_cast<int>(fraction * width);
+    std::fprintf(out_, "\r\033[Ktrain [%s%s] %lld/%lld loss %.4f eta %s", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), static_cast<long long>(step), static_cast<long long>(total_), loss,
+                 human_duration(seconds_per_step * static_cast<double>(total_ - step)).c_str());
+    std::fflush(out_);
+    bar_shown_ = true;
+  }
+
+ private:
+  std::FILE* out_;
+  std::int64_t total_;
+  bool tty_;
+  bool bar_shown_ = false;
+  Clock::time_point last_{};
+};
+
+std::string log_line(std::int64_t step, std::int64_t total, const std::map<std::string, double>& scalars) {
+  std::string line = dew::str("step ", step, "/", total);
+  static const char* order[] = {"loss", "ce", "perplexity", "token_accuracy", "lr", "grad_norm", "step_seconds",
+                                "tokens_per_second", "mfu"};
+  for (const char* name : order) {
+    auto it = scalars.find(name);
+    if (it != scalars.end()) line += dew::str("  ", name, " ", format_value(name, it->second));
+  }
+  for (const auto& [name, v] : scalars) {
+    if (name.rfind("val/", 0) == 0) line += dew::str("  ", name, " ", format_value(name, v));
+  }
+  return line;
+}
+
+}  // namespace
+
+c10::Device resolve_device(const std::string& device) {
+  if (device == "auto") return torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  std::optional<c10::Device> parsed;
+  try {
+    parsed.emplace(device);
+  } catch (const std::exception&) {
+    fail("trainer.device is '", device, "'; use auto, cpu, cuda or cuda:N");
+  }
+  if (!parsed->is_cpu() && !parsed->is_cuda()) fail("trainer.device is '", device, "'; use auto, cpu, cuda or cuda:N");
+  if (parsed->is_cuda()) {
+    if (!torch::cuda::is_available()) fail("trainer.device is '", device, "' but LibTorch sees no CUDA device; use cpu or auto");
+    const auto index = parsed->has_index() ? parsed->index() : 0;
+    if (index >= static_cast<int>(torch::cuda::device_count())) {
+      fail("trainer.device is '", device, "' but there are only ", torch::cuda::device_count(), " CUDA devices");
+    }
+    return c10::Device(c10::kCUDA, index);
+  }
+  return *parsed;
+}
+
+struct Trainer::StepOutcome {
+  double loss_sum = 0, count = 0, grad_norm = 0, lr = 0, seconds = 0;
+  objectives::Statistics metrics;
+};
+
+Trainer::Trainer(objectives::Objective& objective, OptimConfig optim, TrainerConfig config, fs::path run_dir)
+    : objective_(objective), optim_(std::move(optim)), config_(std::move(config)), run_dir_(std::move(run_dir)),
+      device_(c10::kCPU) {
+  optim_.validate();
+  config_.validate();
+  device_ = resolve_device(config_.device);
+}
+
+Trainer::~Trainer() = default;
+
+Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t step) {
+  const auto start = Clock::now();
+  StepOutcome out;
+  std::vector<at::Tensor> params;
+  for (auto& [name, p] : params_) {
+    p.mutable_grad() = at::Tensor();
+    params.push_back(p);
+  }
+  const std::int64_t rows = config_.batch_size / config_.grad_accum;
+  at::Tensor loss_total;
+  for (std::int64_t micro = 0; micro < config_.grad_accum; ++micro) {
+    auto loss = objective_.loss(to_device(train.next_batch(rows), device_), step);
+    loss.sum.backward();
+    loss_total = loss_total.defined() ? loss_total + loss.sum.detach() : loss.sum.detach();
+    out.count += loss.count;
+    out.metrics.merge(loss.metrics);
+  }
+  out.loss_sum = loss_total.item<double>();
+  if (!std::isfinite(out.loss_sum)) {
+    auto last = latest_checkpoint(run_dir_);
+    fail("non-finite loss (", out.loss_sum, ") at step ", step + 1, "; training stopped without saving this state. ",
+         last ? dew::str("The last good checkpoint is '", last->string(), "'.") : std::string("No checkpoint was written yet."),
+         " Lower optim.learning_rate or check the data.");
+  }
+  if (out.count <= 0) fail("step ", step + 1, ": the batch has no loss terms (count 0); is every target masked out?");
+  {
+    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> grads;
+    for (const auto& p : params) {
+      if (p.grad().defined()) grads.push_back(p.grad());
+    }
+    if (!grads.empty()) at::_foreach_div_(grads, out.count);
+  }
+  out.grad_norm = clip_grad_norm(params, optim_.grad_clip_norm);
+  if (!std::isfinite(out.grad_norm)) {
+    auto last = latest_checkpoint(run_dir_);
+    fail("non-finite gradient norm at step ", step + 1, " (loss ", out.loss_sum / out.count,
+         "); training stopped without saving this state. ",
+         last ? dew::str("The last good checkpoint is '", last->string(), "'.") : std::string("No checkpoint was written yet."));
+  }
+  out.lr = learning_rate_at(optim_, step, config_.steps);
+  optimizer_->step(out.lr);
+  ema_->update();
+  out.seconds = seconds_since(start);
+  return out;
+}
+
+fs::path Trainer::write_checkpoint(std::int64_t step, std::int64_t data_position, const std::map<std::string, double>& metrics) {
+  CheckpointState state;
+  state.step = step;
+  state.data_position = data_position;
+  state.seed = config_.seed;
+  state.rng_state = to_hex(at::detail::getDefaultCPUGenerator().get_state());
+  state.elapsed_seconds = elapsed_base_ + seconds_since(segment_start_);
+  state.tokens_seen = tokens_seen_;
+  state.metrics = metrics;
+  CheckpointTensors tensors;
+  tensors.params = nn::parameter_map(objective_.module());
+  tensors.optimizer = optimizer_->state();
+  if (ema_->enabled()) tensors.ema = ema_->state();
+  auto dir = save_checkpoint(run_dir_, state, tensors);
+  prune_checkpoints(run_dir_, config_.keep_checkpoints);
+  return dir;
+}
+
+void Trainer::draw_plots() const {
+  const auto tracking = run_dir_ / "tracking";
+  if (!fs::exists(tracking / "scalars.jsonl")) return;
+  auto records = telemetry::read_scalars(tracking / "scalars.jsonl");
+  std::vector<telemetry::PlotSeries> loss{{"train loss", telemetry::scalar_series(records, "loss")}};
+  auto val_ce = telemetry::scalar_series(records, "val/ce");
+  if (!val_ce.empty()) loss.push_back({"val ce", val_ce});
+  telemetry::write_line_plot(tracking / "loss.png", loss, {.title = "loss", .y_label = "loss"});
+  auto val_ppl = telemetry::scalar_series(records, "val/perplexity");
+  if (!val_ppl.empty()) {
+    telemetry::write_line_plot(tracking / "val_perplexity.png", {{"val perplexity", val_ppl}},
+                               {.title = "validation perplexity", .y_label = "perplexity"});
+  }
+}
+
+objectives::Statistics Trainer::evaluate(data::BatchSource& val) {
+  EmaScope scope(ema_.get());
+  return evaluate_objective(objective_, val, config_.batch_size, config_.eval_batches, device_);
+}
+
+FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
+  StopSignals stop;
+  auto& module = objective_.module();
+  Console console(out_, config_.steps);
+
+  // Open (and so validate) the checkpoint before anything changes.
+  std::optional<Checkpoint> checkpoint;
+  if (auto latest = latest_checkpoint(run_dir_)) checkpoint.emplace(*latest);
+  if (checkpoint && checkpoint->has_ema() != (config_.ema_decay > 0)) {
+    fail("checkpoint '", checkpoint->dir().string(), "' was written ", checkpoint->has_ema() ? "with" : "without",
+         " an EMA copy but this run has trainer.ema_decay = ", config_.ema_decay,
+         "; a checkpoint does not restore into the other setting");
+  }
+  if (!checkpoint) {
+    if (init_on_fresh_run_) objective_.init(config_.seed);
+    at::manual_seed(config_.seed);  // the stream objectives draw noise from on CPU
+  }
+  module.to(device_);
+  module.train();
+  params_.clear();
+  for (const auto& [name, p] : nn::parameter_map(module)) {
+    if (p.requires_grad()) params_[name] = p;
+  }
+  optimizer_ = make_optimizer(optim_, params_);
+  ema_ = std::make_unique<Ema>(config_.ema_decay, params_);
+
+  std::int64_t step = 0;
+  std::map<std::string, double> last_metrics;
+  elapsed_base_ = 0;
+  tokens_seen_ = 0;
+  if (checkpoint) {
+    const auto& s = checkpoint->state();
+    nn::load_parameters(module, checkpoint->params());
+    optimizer_->load_state(Checkpoint::tensors(checkpoint->optimizer()), checkpoint->optimizer().path().string());
+    if (ema_->enabled()) ema_->load_state(Checkpoint::tensors(checkpoint->ema()), checkpoint->ema().path().string());
+    if (!s.rng_state.empty()) {
+      at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the shared generator
+      generator.set_state(from_hex(s.rng_state, (checkpoint->dir() / "state.json").string()));
+    }
+    train.set_position(s.data_position);
+    step = s.step;
+    elapsed_base_ = s.elapsed_seconds;
+    tokens_seen_ = s.tokens_seen;
+    last_metrics = s.metrics;
+    console.line(dew::str("resuming from '", checkpoint->dir().string(), "' at step ", step));
+  }
+  telemetry::LocalTracker tracker(run_dir_ / "tracking", step);
+
+  std::int64_t parameter_count = 0;
+  for (const auto& [name, p] : params_) parameter_count += p.numel();
+  const double flops_per_token = config_.flops_per_token > 0 ? config_.flops_per_token : 6.0 * static_cast<double>(parameter_count);
+  const double peak = config_.peak_flops > 0 ? config_.peak_flops
+                                             : measure_peak_flops(device_, device_.is_cuda() ? at::kBFloat16 : at::kFloat);
+  console.line(dew::str("training ", objective_.name(), ": ", human_count(static_cast<double>(parameter_count), "parameters"),
+                        " on ", device_.str(), ", steps ", step, " -> ", config_.steps, ", batch ", config_.batch_size,
+                        config_.grad_accum > 1 ? dew::str(" (", config_.grad_accum, " micro-batches)") : std::string(),
+                        ", peak ", human_count(peak, "FLOP/s")));
+
+  FitResult result;
+  result.metrics = last_metrics;
+  segment_start_ = Clock::now();
+  double window_loss = 0, window_count = 0, window_seconds = 0;
+  std::int64_t window_steps = 0;
+  objectives::Statistics window_metrics;
+
+  while (step < config_.steps && !stop.requested()) {
+    auto outcome = train_step(train, step);
+    ++step;
+    tokens_seen_ += outcome.count;
+    window_loss += outcome.loss_sum, window_count += outcome.count, window_seconds += outcome.seconds;
+    window_metrics.merge(outcome.metrics);
+    ++window_steps;
+
+    if (on_step_) {
+      std::map<std::string, double> now = outcome.metrics.summary();
+      now["loss"] = outcome.loss_sum / outcome.count;
+      now["lr"] = outcome.lr;
+      now["grad_norm"] = outcome.grad_norm;
+      on_step_(step, now);
+    }
+    console.bar(step, outcome.loss_sum / outcome.count, window_seconds / static_cast<double>(window_steps));
+
+    const bool last = step == config_.steps;
+    const bool eval_due = val && ((config_.eval_every > 0 && step % config_.eval_every == 0) || last);
+    if (step % config_.log_every == 0 || last || eval_due || stop.requested()) {
+      std::map<std::string, double> scalars = window_metrics.summary();
+      scalars["loss"] = window_loss / window_count;
+      scalars["lr"] = outcome.lr;
+      scalars["grad_norm"] = outcome.grad_norm;
+      scalars["step_seconds"] = window_seconds / static_cast<double>(window_steps);
+      scalars["tokens_per_second"] = window_count / window_seconds;
+      scalars["mfu"] = flops_per_token * (window_count / window_seconds) / peak;
+      if (eval_due) {
+        auto summary = evaluate(*val).summary();
+        result.validation = summary;
+        for (const auto& [name, v] : summary) scalars["val/" + name] = v;
+      }
+      tracker.log(step, scalars);
+      console.line(log_line(step, config_.steps, scalars));
+      result.metrics = scalars;
+      window_loss = window_count = window_seconds = 0;
+      window_steps = 0;
+      window_metrics = {};
+    }
+    if ((config_.checkpoint_every > 0 && step % config_.checkpoint_every == 0) || last || stop.requested()) {
+      result.checkpoint = write_checkpoint(step, train.position(), result.metrics);
+    }
+  }
+  result.step = step;
+  result.interrupted = stop.requested();
+  if (result.interrupted) {
+    console.line(dew::str("stopped by signal ", stop.signal(), " after step ", step, "; checkpoint '",
+                          result.checkpoint.string(), "'. Run again to resume."));
+  }
+  if (result.checkpoint.empty()) {
+    if (auto latest = latest_checkpoint(run_dir_)) result.checkpoint = *latest;
+  }
+  draw_plots();
+  return result;
+}
+
+}  // namespace dew::training

@@ -1,0 +1,101 @@
+#pragma once
+// The Trainer: one training loop for every Objective. It owns the optimizer, schedule, clipping, EMA,
+// gradient accumulation, device placement, checkpoints, evaluation cadence, logging and preemption.
+//
+//   dew::training::Trainer trainer(objective, optim, trainer_config, run_dir);
+//   auto result = trainer.fit(train_windows, &val_windows);
+//
+// fit() resumes from run_dir's latest checkpoint when there is one (parameters, optimizer, EMA, data
+// position, RNG, step, clocks) and trains up to trainer_config.steps; otherwise it calls
+// objective.init(seed). Each step backpropagates every micro-batch's Loss.sum and divides the gradients by
+// the total count, so grad_accum micro-batches equal one batch of all their rows. Then: clip, learning rate
+// from the schedule, optimizer step, EMA update.
+//
+// Writes, under run_dir: one checkpoint directory per checkpointed step (see checkpoint.h; the newest
+// keep_checkpoints are kept), tracking/scalars.jsonl (see local_tracker.h: "loss", the objective's
+// metrics, "lr", "grad_norm", "step_seconds", "tokens_per_second", "mfu", and "val/<metric>" at
+// evaluations), and, when fit returns, tracking/loss.png and tracking/val_perplexity.png. It does not
+// write run.json: that is the caller's (it knows the model and data).
+//
+// A non-finite loss or gradient norm stops the run with a dew::Error naming the step, without writing a
+// checkpoint of that state (the last good one stays). SIGINT/SIGTERM during fit finish the current step,
+// write a checkpoint and return with interrupted = true.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "dew/data/batch_source.h"
+#include "dew/objectives/objective.h"
+#include "dew/training/ema.h"
+#include "dew/training/optim_config.h"
+#include "dew/training/optimizer.h"
+#include "dew/training/trainer_config.h"
+
+namespace dew::training {
+
+struct FitResult {
+  std::int64_t step = 0;          // the step the run stopped at (== steps unless interrupted)
+  bool interrupted = false;       // stopped by SIGINT/SIGTERM
+  std::map<std::string, double> metrics;     // the last logged training scalars
+  std::map<std::string, double> validation;  // the last evaluation ("ce", "perplexity", ...), if any
+  std::filesystem::path checkpoint;          // the newest checkpoint directory
+};
+
+// "auto" -> cuda when LibTorch sees a GPU, else cpu; "cpu", "cuda", "cuda:N". Errors name trainer.device.
+c10::Device resolve_device(const std::string& device);
+
+class Trainer {
+ public:
+  Trainer(objectives::Objective& objective, OptimConfig optim, TrainerConfig config, std::filesystem::path run_dir);
+  ~Trainer();
+
+  FitResult fit(data::BatchSource& train, data::BatchSource* val = nullptr);
+
+  // Validation statistics over `val` (trainer.eval_batches batches, 0 = all) with the EMA weights when
+  // the run keeps them; usable after fit().
+  objectives::Statistics evaluate(data::BatchSource& val);
+
+  // Where progress and log lines go (default stdout); nullptr = silent. A progress bar is drawn only
+  // when the stream is a terminal.
+  void set_output(std::FILE* out) { out_ = out; }
+  // Called after every completed step with that step's scalars (before logging and checkpointing).
+  using StepCallback = std::function<void(std::int64_t step, const std::map<std::string, double>& scalars)>;
+  void set_step_callback(StepCallback callback) { on_step_ = std::move(callback); }
+
+  // A fresh run (no checkpoint in run_dir) normally starts with objective.init(seed); after this call it
+  // trains the parameters the module holds now instead (pretrained weights, fine-tuning).
+  void use_current_parameters() { init_on_fresh_run_ = false; }
+
+  c10::Device device() const { return device_; }
+  const TrainerConfig& config() const { return config_; }
+  const OptimConfig& optim() const { return optim_; }
+
+ private:
+  struct StepOutcome;
+  StepOutcome train_step(data::BatchSource& train, std::int64_t step);
+  std::filesystem::path write_checkpoint(std::int64_t step, std::int64_t data_position,
+                                         const std::map<std::string, double>& metrics);
+  void draw_plots() const;
+
+  objectives::Objective& objective_;
+  OptimConfig optim_;
+  TrainerConfig config_;
+  std::filesystem::path run_dir_;
+  c10::Device device_;
+  std::FILE* out_ = stdout;
+  StepCallback on_step_;
+  bool init_on_fresh_run_ = true;
+  std::map<std::string, at::Tensor> params_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<Ema> ema_;
+  double elapsed_base_ = 0, tokens_seen_ = 0;
+  std::chrono::steady_clock::time_point segment_start_;
+};
+
+}  // namespace dew::training

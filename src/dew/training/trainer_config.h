@@ -1,0 +1,44 @@
+#pragma once
+// The `trainer.*` section of a run's config: how long, how big, how often, where.
+#include <cstdint>
+#include <string>
+
+namespace dew::training {
+
+struct TrainerConfig {
+  std::int64_t steps = 1000;  // a total: a resumed run trains up to it
+  std::int64_t batch_size = 16;  // rows per optimizer step (all micro-batches together)
+  std::int64_t grad_accum = 1;   // micro-batches per step; batch_size must divide by it
+  std::int64_t log_every = 10;
+  std::int64_t eval_every = 200;    // 0 = only at the end (when there is validation data)
+  std::int64_t eval_batches = 0;    // 0 = the whole validation split
+  std::int64_t checkpoint_every = 500;  // 0 = only at the end
+  std::int64_t keep_checkpoints = 3;    // 0 = keep all
+  std::uint64_t seed = 0;
+  double ema_decay = 0.99;  // 0 = no EMA copy
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N
+  double peak_flops = 0;       // the MFU denominator in FLOP/s; 0 = measure a matmul at start-up
+  double flops_per_token = 0;  // the MFU numerator per token; 0 = 6 * parameters
+
+  template <class V>
+  void fields(V& v) {
+    v("steps", steps, "total optimizer steps (a resumed run trains up to this)");
+    v("batch_size", batch_size, "rows per optimizer step, all micro-batches together");
+    v("grad_accum", grad_accum, "micro-batches per step (batch_size / grad_accum rows each)");
+    v("log_every", log_every, "log training scalars every N steps");
+    v("eval_every", eval_every, "validate every N steps; 0 = only at the end");
+    v("eval_batches", eval_batches, "validation batches per evaluation; 0 = the whole split");
+    v("checkpoint_every", checkpoint_every, "write a checkpoint every N steps; 0 = only at the end");
+    v("keep_checkpoints", keep_checkpoints, "keep the newest N checkpoints; 0 = all");
+    v("seed", seed, "initialisation and RNG seed");
+    v("ema_decay", ema_decay, "decay of the EMA copy of the weights (evaluation reads it); 0 = none");
+    v("device", device, "auto (cuda when present), cpu, cuda or cuda:N");
+    v("peak_flops", peak_flops, "FLOP/s for MFU; 0 = measure a matmul at start-up");
+    v("flops_per_token", flops_per_token, "training FLOPs per token for MFU; 0 = 6 * parameters");
+  }
+
+  // Refuses non-positive sizes, a batch that grad_accum does not divide, a bad device, naming trainer.*.
+  void validate() const;
+};
+
+}  // namespace dew::training

@@ -1,0 +1,73 @@
+#pragma once
+// Helpers for the training tests: the fixture decoders, a tiny decoder, a tiny token directory, and a batch
+// source that repeats one batch.
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "dew/core/config.h"
+#include "dew/data/batch_source.h"
+#include "dew/formats/safetensors.h"
+#include "dew/nn/causal_transformer.h"
+#include "dew/nn/parameters.h"
+#include "test_support.h"
+#include "token_test_support.h"
+
+namespace dew::test {
+
+inline nn::CausalTransformer fixture_decoder(const std::string& family) {
+  nn::CausalTransformerConfig config;
+  auto dir = fixtures() / "lm" / family;
+  config::from_json(config::parse_json_file(dir / "config.json"), config, "config.json");
+  nn::CausalTransformer model(config);
+  nn::load_parameters(*model, formats::SafetensorsFile(dir / "weights.safetensors"));
+  return model;
+}
+
+inline nn::CausalTransformerConfig tiny_decoder_config() {
+  nn::CausalTransformerConfig c;
+  c.vocab_size = 64;
+  c.emb_features = 32;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.mlp_features = 48;
+  c.max_seq_len = 32;
+  return c;
+}
+
+// A token directory of pseudo-random ids in [0, 64) with some repetition to learn.
+inline void write_tiny_tokens(const std::filesystem::path& dir, std::int64_t train_tokens = 2000, std::int64_t val_tokens = 300) {
+  std::mt19937 rng(7);
+  auto make = [&](std::int64_t n) {
+    std::vector<data::TokenId> ids;
+    for (std::int64_t i = 0; i < n; ++i) ids.push_back(i % 5 == 4 ? ids[ids.size() - 2] : static_cast<data::TokenId>(rng() % 64));
+    return ids;
+  };
+  write_token_dir(dir, make(train_tokens), make(val_tokens), 64);
+}
+
+// Hands out the same rows every time (cycling through `text` when asked for fewer).
+class RepeatingBatches final : public data::BatchSource {
+ public:
+  explicit RepeatingBatches(at::Tensor text) : text_(std::move(text)) {}
+  data::Batch next_batch(std::int64_t rows) override {
+    std::vector<at::Tensor> picked;
+    for (std::int64_t r = 0; r < rows; ++r) picked.push_back(text_[(position_ + r) % text_.size(0)]);
+    position_ += rows;
+    data::Batch b;
+    b.set("text", at::stack(picked));
+    return b;
+  }
+  std::int64_t position() const override { return position_; }
+  void set_position(std::int64_t p) override { position_ = p; }
+  std::int64_t records() const override { return text_.size(0); }
+
+ private:
+  at::Tensor text_;
+  std::int64_t position_ = 0;
+};
+
+}  // namespace dew::test

@@ -1,0 +1,388 @@
+// The Trainer end to end on tiny decoders: PyTorch AdamW parity through fit(), gradient accumulation,
+// exact resume, NaN stop, SIGTERM, corrupt checkpoints, pruning, scalars.jsonl and plots, CUDA.
+#include <gtest/gtest.h>
+
+#include <torch/cuda.h>
+
+#include <csignal>
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "dew/core/atomic_file.h"
+#include "dew/data/token_windows.h"
+#include "dew/objectives/lm_objective.h"
+#include "dew/telemetry/local_tracker.h"
+#include "dew/training/checkpoint.h"
+#include "dew/training/trainer.h"
+#include "training_test_support.h"
+
+namespace {
+namespace fs = std::filesystem;
+using namespace dew::training;
+using dew::objectives::LMObjective;
+using dew::test::TempDir;
+
+constexpr std::int64_t kSeqLen = 8;
+
+LMObjective tiny_objective() { return LMObjective(dew::nn::CausalTransformer(dew::test::tiny_decoder_config()), {.seq_len = kSeqLen}); }
+
+dew::data::TokenWindows windows(const fs::path& dir, dew::data::Split split, std::uint64_t seed = 3) {
+  dew::data::TokenLoaderOptions options;
+  options.split = split;
+  options.seed = seed;
+  return dew::data::TokenWindows(dir, kSeqLen, options);
+}
+
+TrainerConfig small_run(std::int64_t steps) {
+  TrainerConfig c;
+  c.steps = steps;
+  c.batch_size = 4;
+  c.log_every = 1;
+  c.eval_every = 0;
+  c.checkpoint_every = 3;
+  c.keep_checkpoints = 0;
+  c.ema_decay = 0.9;
+  c.device = "cpu";
+  c.peak_flops = 1e9;  // skip the start-up matmul measurement
+  return c;
+}
+
+OptimConfig small_optim() { return {.name = "adamw", .learning_rate = 1e-2, .schedule = "cosine", .warmup_steps = 2}; }
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const dew::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+FitResult train(const fs::path& data, const fs::path& run, TrainerConfig config, OptimConfig optim = small_optim(),
+                LMObjective* objective_out = nullptr) {
+  auto objective = tiny_objective();
+  auto source = windows(data, dew::data::Split::train);
+  auto val = windows(data, dew::data::Split::val);
+  Trainer trainer(objective_out ? *objective_out : objective, optim, config, run);
+  trainer.set_output(nullptr);
+  return trainer.fit(source, &val);
+}
+
+TEST(Trainer, FitReproducesTorchAdamWWithAndWithoutAccumulation) {
+  for (std::string family : {"qwen3", "llama"}) {
+    for (std::int64_t accum : {1, 2}) {
+      auto dir = dew::test::fixtures() / "lm" / family;
+      auto expected = nlohmann::json::parse(dew::read_file(dir / "adamw.json"));
+      const auto& s = expected["settings"];
+      auto text = dew::formats::SafetensorsFile(dir / "io.safetensors").load("text");
+      LMObjective objective(dew::test::fixture_decoder(family), {.seq_len = text.size(1) - 1});
+      dew::test::RepeatingBatches batches(text);
+      OptimConfig optim{.name = "adamw", .learning_rate = s["lr"].get<double>(), .beta1 = s["betas"][0].get<double>(),
+                        .beta2 = s["betas"][1].get<double>(), .eps = s["eps"].get<double>(),
+                        .weight_decay = s["weight_decay"].get<double>(), .grad_clip_norm = 0, .schedule = "constant"};
+      TrainerConfig config;
+      config.steps = 10;
+      config.batch_size = text.size(0);
+      config.grad_accum = accum;
+      config.ema_decay = 0;
+      config.device = "cpu";
+      config.peak_flops = 1e9;
+      TempDir run;
+      Trainer trainer(objective, optim, config, run.path());
+      trainer.set_output(nullptr);
+      trainer.use_current_parameters();
+      std::vector<double> losses;
+      trainer.set_step_callback([&](std::int64_t, const std::map<std::string, double>& scalars) { losses.push_back(scalars.at("loss")); });
+      auto result = trainer.fit(batches);
+      EXPECT_EQ(result.step, 10);
+      ASSERT_EQ(losses.size(), 10u);
+      for (std::size_t i = 0; i < 10; ++i) EXPECT_NEAR(losses[i], expected["losses"][i].get<double>(), 1e-5) << family << " step " << i;
+      dew::formats::SafetensorsFile final_params(dir / "adamw_final.safetensors");
+      for (const auto& [name, p] : dew::nn::parameter_map(objective.module())) {
+        EXPECT_LT((p - final_params.load(name)).abs().max().item<double>(), 5e-5) << family << " accum " << accum << " " << name;
+      }
+    }
+  }
+}
+
+TEST(Trainer, TwoHalfBatchesEqualOneFullBatch) {
+  TempDir data, a, b;
+  dew::test::write_tiny_tokens(data.path());
+  auto config = small_run(1);
+  config.ema_decay = 0;
+  OptimConfig sgd{.name = "sgd", .learning_rate = 1.0, .weight_decay = 0, .momentum = 0, .grad_clip_norm = 0, .schedule = "constant"};
+  auto one = tiny_objective(), two = tiny_objective();
+  train(data.path(), a.path(), config, sgd, &one);
+  config.grad_accum = 2;
+  train(data.path(), b.path(), config, sgd, &two);
+  auto pa = dew::nn::parameter_map(one.module()), pb = dew::nn::parameter_map(two.module());
+  double largest_grad = 0;
+  for (const auto& [name, p] : pa) {
+    const auto& ga = p.grad();
+    const auto& gb = pb.at(name).grad();
+    largest_grad = std::max(largest_grad, ga.abs().max().item<double>());
+    EXPECT_LT((ga - gb).abs().max().item<double>(), 1e-6) << name;
+    EXPECT_LT((p - pb.at(name)).abs().max().item<double>(), 1e-6) << name;  // lr 1: the step is the gradient
+  }
+  EXPECT_GT(largest_grad, 1e-3);
+}
+
+TEST(Trainer, ResumedRunMatchesAnUninterruptedOneBitForBit) {
+  TempDir data, straight, stopped;
+  dew::test::write_tiny_tokens(data.path());
+  auto a = tiny_objective(), b = tiny_objective();
+  auto full = train(data.path(), straight.path(), small_run(6), small_optim(), &a);
+  EXPECT_EQ(full.step, 6);
+  auto half = train(data.path(), stopped.path(), small_run(3), small_optim());
+  EXPECT_EQ(half.step, 3);
+  EXPECT_EQ(checkpoint_steps(stopped.path()), (std::vector<std::int64_t>{3}));
+  auto resumed = train(data.path(), stopped.path(), small_run(6), small_optim(), &b);  // a new trainer, objective and loader
+  EXPECT_EQ(resumed.step, 6);
+
+  auto pa = dew::nn::parameter_map(a.module()), pb = dew::nn::parameter_map(b.module());
+  for (const auto& [name, p] : pa) EXPECT_TRUE(at::equal(p, pb.at(name))) << name;
+  Checkpoint ca(straight.path() / "6"), cb(stopped.path() / "6");
+  for (const auto& name : ca.ema().names()) EXPECT_TRUE(at::equal(ca.ema().view(name), cb.ema().view(name))) << name;
+  for (const auto& name : ca.optimizer().names()) EXPECT_TRUE(at::equal(ca.optimizer().view(name), cb.optimizer().view(name))) << name;
+  EXPECT_EQ(ca.state().data_position, cb.state().data_position);
+  EXPECT_EQ(ca.state().data_position, 6 * 4);
+  EXPECT_EQ(ca.state().tokens_seen, cb.state().tokens_seen);
+
+  auto ra = dew::telemetry::read_scalars(straight.path() / "tracking" / "scalars.jsonl");
+  auto rb = dew::telemetry::read_scalars(stopped.path() / "tracking" / "scalars.jsonl");
+  ASSERT_EQ(ra.size(), 6u);
+  ASSERT_EQ(rb.size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(ra[i].step, static_cast<std::int64_t>(i + 1));
+    EXPECT_EQ(rb[i].step, ra[i].step);
+    EXPECT_EQ(ra[i].scalars.at("loss"), rb[i].scalars.at("loss")) << "step " << i + 1;
+  }
+  // Training again to the same total does nothing.
+  auto again = train(data.path(), stopped.path(), small_run(6), small_optim());
+  EXPECT_EQ(again.step, 6);
+  EXPECT_EQ(dew::telemetry::read_scalars(stopped.path() / "tracking" / "scalars.jsonl").size(), 6u);
+}
+
+class NanAtStep final : public dew::objectives::Objective {
+ public:
+  NanAtStep(LMObjective& inner, std::int64_t bad_step) : inner_(inner), bad_step_(bad_step) {}
+  std::string name() const override { return "nan-at-step"; }
+  void init(std::uint64_t seed) override { inner_.init(seed); }
+  torch::nn::Module& module() override { return inner_.module(); }
+  dew::objectives::Loss loss(const dew::data::Batch& batch, std::int64_t step) override {
+    auto loss = inner_.loss(batch, step);
+    if (step == bad_step_) loss.sum = loss.sum * std::nan("");
+    return loss;
+  }
+  dew::objectives::Statistics evaluate(const dew::data::Batch& batch) override { return inner_.evaluate(batch); }
+  nlohmann::ordered_json config_json() const override { return inner_.config_json(); }
+
+ private:
+  LMObjective& inner_;
+  std::int64_t bad_step_;
+};
+
+TEST(Trainer, NonFiniteLossStopsNamingTheStepAndKeepsTheLastGoodCheckpoint) {
+  TempDir data, run;
+  dew::test::write_tiny_tokens(data.path());
+  auto inner = tiny_objective();
+  NanAtStep objective(inner, 4);  // the fifth update
+  auto config = small_run(10);
+  config.checkpoint_every = 2;
+  auto source = windows(data.path(), dew::data::Split::train);
+  Trainer trainer(objective, small_optim(), config, run.path());
+  trainer.set_output(nullptr);
+  auto message = error_of([&] { trainer.fit(source); });
+  EXPECT_NE(message.find("non-finite loss"), std::string::npos) << message;
+  EXPECT_NE(message.find("step 5"), std::string::npos) << message;
+  EXPECT_NE(message.find((run.path() / "4").string()), std::string::npos) << message;
+  EXPECT_EQ(checkpoint_steps(run.path()), (std::vector<std::int64_t>{2, 4}));
+  Checkpoint last(run.path() / "4");
+  for (const auto& name : last.params().names()) EXPECT_TRUE(at::isfinite(last.params().view(name)).all().item<bool>()) << name;
+}
+
+TEST(Trainer, SigtermFinishesTheStepWritesACheckpointAndReturns) {
+  TempDir data, run;
+  dew::test::write_tiny_tokens(data.path());
+  auto objective = tiny_objective();
+  auto source = windows(data.path(), dew::data::Split::train);
+  auto config = small_run(10);
+  config.checkpoint_every = 0;
+  Trainer trainer(objective, small_optim(), config, run.path());
+  trainer.set_output(nullptr);
+  trainer.set_step_callback([](std::int64_t step, const std::map<std::string, double>&) {
+    if (step == 2) std::raise(SIGTERM);
+  });
+  auto result = trainer.fit(source);
+  EXPECT_TRUE(result.interrupted);
+  EXPECT_EQ(result.step, 2);
+  EXPECT_EQ(result.checkpoint, run.path() / "2");
+  EXPECT_EQ(checkpoint_steps(run.path()), (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(Checkpoint(run.path() / "2").state().data_position, 2 * 4);
+  struct sigaction now {};
+  sigaction(SIGTERM, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);  // the previous handler is back
+
+  auto finished = train(data.path(), run.path(), small_run(4));
+  EXPECT_FALSE(finished.interrupted);
+  EXPECT_EQ(finished.step, 4);
+}
+
+TEST(Trainer, CorruptOrIncompleteCheckpointIsRefusedByPath) {
+  TempDir data, run;
+  dew::test::write_tiny_tokens(data.path());
+  train(data.path(), run.path(), small_run(3));
+  const auto params = run.path() / "3" / "params.safetensors";
+  auto bytes = dew::read_file(params);
+  dew::test::write_text(params, bytes.substr(0, bytes.size() / 2));  // truncated
+  const auto scalars_before = dew::read_file(run.path() / "tracking" / "scalars.jsonl");
+  auto message = error_of([&] { train(data.path(), run.path(), small_run(6)); });
+  EXPECT_NE(message.find(params.string()), std::string::npos) << message;
+  EXPECT_EQ(checkpoint_steps(run.path()), (std::vector<std::int64_t>{3}));  // nothing written
+  EXPECT_EQ(dew::read_file(run.path() / "tracking" / "scalars.jsonl"), scalars_before);
+  EXPECT_EQ(dew::read_file(params).size(), bytes.size() / 2);
+
+  dew::test::write_text(params, bytes);
+  fs::remove(run.path() / "3" / "state.json");
+  message = error_of([&] { train(data.path(), run.path(), small_run(6)); });
+  EXPECT_NE(message.find((run.path() / "3" / "state.json").string()), std::string::npos) << message;
+
+  dew::test::write_text(run.path() / "3" / "state.json", "{\"step\": 3}");
+  message = error_of([&] { train(data.path(), run.path(), small_run(6)); });
+  EXPECT_NE(message.find("data_position"), std::string::npos) << message;
+}
+
+TEST(Trainer, KeepsTheNewestCheckpointsAndIgnoresPartialOnes) {
+  TempDir data, run;
+  dew::test::write_tiny_tokens(data.path());
+  auto config = small_run(5);
+  config.checkpoint_every = 1;
+  config.keep_checkpoints = 2;
+  train(data.path(), run.path(), config);
+  EXPECT_EQ(checkpoint_steps(run.path()), (std::vector<std::int64_t>{4, 5}));
+  fs::create_directories(run.path() / ".9.partial-123-0");  // a crashed write
+  fs::create_directories(run.path() / "notes");
+  EXPECT_EQ(latest_checkpoint(run.path()), run.path() / "5");
+}
+
+TEST(Trainer, LogsScalarsValidatesOverTheWholeSplitAndDrawsPlots) {
+  TempDir data, run;
+  dew::test::write_tiny_tokens(data.path());
+  auto config = small_run(5);
+  config.log_every = 2;
+  config.eval_every = 4;
+  config.ema_decay = 0;
+  auto objective = tiny_objective();
+  auto result = train(data.path(), run.path(), config, small_optim(), &objective);
+
+  auto records = dew::telemetry::read_scalars(run.path() / "tracking" / "scalars.jsonl");
+  ASSERT_EQ(records.size(), 3u);  // steps 2, 4 (log + eval), 5 (the end: log + eval)
+  EXPECT_EQ(records[0].step, 2);
+  EXPECT_EQ(records[1].step, 4);
+  EXPECT_EQ(records[2].step, 5);
+  for (const char* name : {"loss", "ce", "perplexity", "token_accuracy", "lr", "grad_norm", "step_seconds", "tokens_per_second", "mfu"}) {
+    EXPECT_TRUE(records[0].scalars.count(name)) << name;
+  }
+  EXPECT_FALSE(records[0].scalars.count("val/ce"));
+  EXPECT_TRUE(records[1].scalars.count("val/ce"));
+  const auto& last = records[2].scalars;
+  EXPECT_NEAR(last.at("val/perplexity"), std::exp(last.at("val/ce")), 1e-9);
+  EXPECT_NEAR(last.at("loss"), last.at("ce"), 1e-6);
+
+  // Validation covers every val window once: 300 tokens, seq_len 8 -> 37 windows, batches of 4 + a short one.
+  auto val = windows(data.path(), dew::data::Split::val);
+  ASSERT_EQ(val.records(), 37);
+  at::NoGradGuard no_grad;
+  auto whole = objective.evaluate(val.next_batch(37));
+  EXPECT_NEAR(last.at("val/ce"), whole.mean("ce"), 1e-5);
+  EXPECT_NEAR(result.validation.at("ce"), whole.mean("ce"), 1e-5);
+
+  for (const char* png : {"loss.png", "val_perplexity.png"}) {
+    auto bytes = dew::read_file(run.path() / "tracking" / png);
+    ASSERT_GT(bytes.size(), 24u) << png;
+    EXPECT_EQ(bytes.substr(1, 3), "PNG");
+    EXPECT_EQ(static_cast<unsigned char>(bytes[18]) * 256 + static_cast<unsigned char>(bytes[19]), 800);  // IHDR width
+    EXPECT_EQ(static_cast<unsigned char>(bytes[22]) * 256 + static_cast<unsigned char>(bytes[23]), 500);  // IHDR height
+  }
+}
+
+TEST(Trainer, LossFallsOnLearnableData) {
+  TempDir data, run;
+  std::vector<dew::data::TokenId> ids;  // next id = previous + 7 (mod 64): fully predictable from one token
+  for (int i = 0; i < 4000; ++i) ids.push_back((i * 7) % 64);
+  dew::test::write_token_dir(data.path(), ids, {ids.begin(), ids.begin() + 300}, 64);
+  auto config = small_run(40);
+  config.batch_size = 8;
+  config.checkpoint_every = 0;
+  OptimConfig optim{.name = "adamw", .learning_rate = 1e-2, .schedule = "constant"};
+  train(data.path(), run.path(), config, optim);
+  auto loss = dew::telemetry::scalar_series(dew::telemetry::read_scalars(run.path() / "tracking" / "scalars.jsonl"), "loss");
+  ASSERT_EQ(loss.size(), 40u);
+  EXPECT_NEAR(loss.front().second, std::log(64.0), 0.3);  // starts near uniform
+  EXPECT_LT(loss.back().second, 1.0) << "loss " << loss.front().second << " -> " << loss.back().second;
+}
+
+TEST(Trainer, RefusesBadSettingsByField) {
+  auto objective = tiny_objective();
+  auto config = small_run(4);
+  config.grad_accum = 3;
+  auto message = error_of([&] { Trainer(objective, small_optim(), config, "unused"); });
+  EXPECT_NE(message.find("trainer.grad_accum"), std::string::npos) << message;
+  config = small_run(4);
+  config.device = "tpu";
+  EXPECT_NE(error_of([&] { Trainer(objective, small_optim(), config, "unused"); }).find("trainer.device"), std::string::npos);
+
+  TempDir data, run;  // a checkpoint with an EMA copy does not restore into a run without one
+  dew::test::write_tiny_tokens(data.path());
+  train(data.path(), run.path(), small_run(3));
+  config = small_run(6);
+  config.ema_decay = 0;
+  message = error_of([&] { train(data.path(), run.path(), config); });
+  EXPECT_NE(message.find("ema_decay"), std::string::npos) << message;
+}
+
+TEST(Trainer, LoadsCheckpointWeightsForEvaluation) {
+  TempDir data, run;
+  dew::test::write_tiny_tokens(data.path());
+  auto trained = tiny_objective();
+  train(data.path(), run.path(), small_run(3), small_optim(), &trained);
+  auto live = tiny_objective(), averaged = tiny_objective();
+  EXPECT_EQ(load_checkpoint_weights(live.module(), run.path(), /*use_ema=*/false), run.path() / "3");
+  load_checkpoint_weights(averaged.module(), run.path() / "3", /*use_ema=*/true);
+  for (const auto& [name, p] : dew::nn::parameter_map(trained.module())) {
+    EXPECT_TRUE(at::equal(p, dew::nn::parameter_map(live.module()).at(name))) << name;
+  }
+  auto ema = dew::formats::SafetensorsFile(run.path() / "3" / "ema.safetensors");
+  auto name = ema.names().front();
+  EXPECT_TRUE(at::equal(dew::nn::parameter_map(averaged.module()).at(name), ema.load(name)));
+  EXPECT_FALSE(at::equal(ema.load(name), dew::nn::parameter_map(live.module()).at(name)));
+}
+
+TEST(Trainer, RunsOnCudaWithBf16Compute) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  TempDir data, run;
+  dew::test::write_tiny_tokens(data.path());
+  auto model_config = dew::test::tiny_decoder_config();
+  model_config.dtype = "bfloat16";
+  LMObjective objective(dew::nn::CausalTransformer(model_config), {.seq_len = kSeqLen});
+  auto source = windows(data.path(), dew::data::Split::train);
+  auto val = windows(data.path(), dew::data::Split::val);
+  auto config = small_run(6);
+  config.device = "cuda";
+  Trainer trainer(objective, small_optim(), config, run.path());
+  trainer.set_output(nullptr);
+  auto result = trainer.fit(source, &val);
+  EXPECT_EQ(result.step, 6);
+  for (const auto& [name, p] : dew::nn::parameter_map(objective.module())) {
+    EXPECT_TRUE(p.is_cuda()) << name;
+    EXPECT_EQ(p.scalar_type(), at::kFloat) << name;  // fp32 master weights
+  }
+  EXPECT_TRUE(std::isfinite(result.validation.at("ce")));
+  EXPECT_LT(result.validation.at("ce"), std::log(64.0) + 0.5);
+  Checkpoint c(run.path() / "6");
+  EXPECT_EQ(c.params().entry(c.params().names().front()).dtype, "F32");
+}
+
+}  // namespace
