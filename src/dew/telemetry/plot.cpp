@@ -79,7 +79,7 @@ class Canvas {
   // Text with its top-left corner at (x, y); rotated a quarter turn counter-clockwise when `vertical`
   // (reading upwards, for the y-axis label), then (x, y) is the bottom-left of the rotated text.
   void text(double x, double y, const std::string& text, Color c, bool vertical = false) {
-    std::vector<char> buffer(text.size() * 300 + 64);
+    std::vector<char> buffer(text.size() * 2048 + 1024);  // stb_easy_font silently truncates a short buffer
     int quads = stb_easy_font_print(0, 0, const_cast<char*>(text.c_str()), nullptr, buffer.data(), static_cast<int>(buffer.size()));
     struct Vertex {
       float x, y, z;
@@ -156,7 +156,7 @@ void write_line_plot(const std::filesystem::path& path, const std::vector<PlotSe
 
   Canvas canvas(options.width, options.height);
   const int th = Canvas::text_height();
-  const int left = 30 + 8 * th / 2 * 2, right = options.width - 20, top = 20 + 2 * th, bottom = options.height - 20 - 3 * th;
+  const int left = 30 + 8 * th / 2 * 2, right = options.width - 40, top = 20 + 2 * th, bottom = options.height - 20 - 3 * th;
   auto px = [&](double x) { return left + (x - x_min) / (x_max - x_min) * (right - left); };
   auto py = [&](double y) { return bottom - (y - y_min) / (y_max - y_min) * (bottom - top); };
 
