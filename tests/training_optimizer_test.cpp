@@ -25,6 +25,7 @@ OptimConfig fixture_adamw(const nlohmann::json& settings) {
 }
 
 TEST(Optimizer, AdamWMatchesTorchForTenSteps) {
+  dew::test::SingleThreaded threads;
   for (std::string family : {"qwen3", "llama"}) {
     auto dir = dew::test::fixtures() / "lm" / family;
     auto expected = nlohmann::json::parse(dew::read_file(dir / "adamw.json"));
@@ -44,15 +45,18 @@ TEST(Optimizer, AdamWMatchesTorchForTenSteps) {
       optimizer->step(expected["settings"]["lr"].get<double>());
     }
     EXPECT_EQ(optimizer->steps(), 10);
+    // The updates total ~0.1 (10 steps of lr 0.01); the largest difference seen is 1.6e-5, from float
+    // rounding differences in the gradients that Adam's normalisation amplifies where a gradient is ~0.
     dew::formats::SafetensorsFile final_params(dir / "adamw_final.safetensors");
     for (const auto& [name, p] : params) {
       auto want = final_params.load(name);
-      EXPECT_LT((p - want).abs().max().item<double>(), 2e-5) << family << " " << name;
+      EXPECT_LT((p - want).abs().max().item<double>(), 3e-5) << family << " " << name;
     }
   }
 }
 
 TEST(Optimizer, DecayOnlyTouchesMatrices) {
+  dew::test::SingleThreaded threads;
   // Zero gradients: AdamW's moments stay zero, so the only change is decay, p *= 1 - lr * wd, on matrices.
   auto w = at::ones({2, 2}), b = at::ones({2});
   w.mutable_grad() = at::zeros({2, 2});
@@ -64,6 +68,7 @@ TEST(Optimizer, DecayOnlyTouchesMatrices) {
 }
 
 TEST(Optimizer, SgdMomentumAndNesterovFollowTorchRules) {
+  dew::test::SingleThreaded threads;
   auto run = [](bool nesterov, int steps) {
     auto p = at::ones({1});
     auto optimizer = make_optimizer({.name = "sgd", .weight_decay = 0, .momentum = 0.9, .nesterov = nesterov}, {{"p", p}});
@@ -79,6 +84,7 @@ TEST(Optimizer, SgdMomentumAndNesterovFollowTorchRules) {
 }
 
 TEST(Optimizer, AdamAddsL2DecayToTheGradient) {
+  dew::test::SingleThreaded threads;
   // First Adam step moves each coordinate by lr * sign(g + wd * p) (up to eps): with g = 0 that is the
   // decay's sign for a matrix, and nothing for a vector.
   auto w = at::full({1, 1}, 2.0), b = at::full({1}, 2.0);
@@ -91,6 +97,7 @@ TEST(Optimizer, AdamAddsL2DecayToTheGradient) {
 }
 
 TEST(Optimizer, StateRoundTripsAndRefusesBadTensorsByName) {
+  dew::test::SingleThreaded threads;
   auto p = at::ones({3, 2});
   p.mutable_grad() = at::full({3, 2}, 0.25);
   auto a = make_optimizer({.name = "adamw"}, {{"layer.weight", p}});
@@ -129,6 +136,7 @@ TEST(Optimizer, StateRoundTripsAndRefusesBadTensorsByName) {
 }
 
 TEST(Optimizer, RefusesUnknownNames) {
+  dew::test::SingleThreaded threads;
   EXPECT_THROW(make_optimizer({.name = "lion"}, {}), dew::Error);
   EXPECT_THROW(make_optimizer({.name = "sgd", .momentum = 0, .nesterov = true}, {}), dew::Error);
 }

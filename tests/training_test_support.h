@@ -2,6 +2,7 @@
 // Helpers for the training tests: the fixture decoders, a tiny decoder, a tiny token directory, and a batch
 // source that repeats one batch.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <filesystem>
 #include <random>
@@ -48,6 +49,20 @@ inline void write_tiny_tokens(const std::filesystem::path& dir, std::int64_t tra
   };
   write_token_dir(dir, make(train_tokens), make(val_tokens), 64);
 }
+
+// Runs a scope with one intra-op thread. The tiny models here launch thousands of parallel regions of a
+// few microseconds; on a loaded 2-core machine, OpenMP threads waiting at barriers for a descheduled peer
+// made these tests 20-100x slower (90 s instead of 3 s). Results do not depend on it.
+class SingleThreaded {
+ public:
+  SingleThreaded() : previous_(at::get_num_threads()) { at::set_num_threads(1); }
+  ~SingleThreaded() { at::set_num_threads(previous_); }
+  SingleThreaded(const SingleThreaded&) = delete;
+  SingleThreaded& operator=(const SingleThreaded&) = delete;
+
+ private:
+  int previous_;
+};
 
 // Hands out the same rows every time (cycling through `text` when asked for fewer).
 class RepeatingBatches final : public data::BatchSource {

@@ -71,6 +71,7 @@ FitResult train(const fs::path& data, const fs::path& run, TrainerConfig config,
 }
 
 TEST(Trainer, FitReproducesTorchAdamWWithAndWithoutAccumulation) {
+  dew::test::SingleThreaded threads;
   for (std::string family : {"qwen3", "llama"}) {
     for (std::int64_t accum : {1, 2}) {
       auto dir = dew::test::fixtures() / "lm" / family;
@@ -108,6 +109,7 @@ TEST(Trainer, FitReproducesTorchAdamWWithAndWithoutAccumulation) {
 }
 
 TEST(Trainer, TwoHalfBatchesEqualOneFullBatch) {
+  dew::test::SingleThreaded threads;
   TempDir data, a, b;
   dew::test::write_tiny_tokens(data.path());
   auto config = small_run(1);
@@ -130,6 +132,7 @@ TEST(Trainer, TwoHalfBatchesEqualOneFullBatch) {
 }
 
 TEST(Trainer, ResumedRunMatchesAnUninterruptedOneBitForBit) {
+  dew::test::SingleThreaded threads;
   TempDir data, straight, stopped;
   dew::test::write_tiny_tokens(data.path());
   auto a = tiny_objective(), b = tiny_objective();
@@ -185,6 +188,7 @@ class NanAtStep final : public dew::objectives::Objective {
 };
 
 TEST(Trainer, NonFiniteLossStopsNamingTheStepAndKeepsTheLastGoodCheckpoint) {
+  dew::test::SingleThreaded threads;
   TempDir data, run;
   dew::test::write_tiny_tokens(data.path());
   auto inner = tiny_objective();
@@ -204,6 +208,7 @@ TEST(Trainer, NonFiniteLossStopsNamingTheStepAndKeepsTheLastGoodCheckpoint) {
 }
 
 TEST(Trainer, SigtermFinishesTheStepWritesACheckpointAndReturns) {
+  dew::test::SingleThreaded threads;
   TempDir data, run;
   dew::test::write_tiny_tokens(data.path());
   auto objective = tiny_objective();
@@ -231,6 +236,7 @@ TEST(Trainer, SigtermFinishesTheStepWritesACheckpointAndReturns) {
 }
 
 TEST(Trainer, CorruptOrIncompleteCheckpointIsRefusedByPath) {
+  dew::test::SingleThreaded threads;
   TempDir data, run;
   dew::test::write_tiny_tokens(data.path());
   train(data.path(), run.path(), small_run(3));
@@ -255,6 +261,7 @@ TEST(Trainer, CorruptOrIncompleteCheckpointIsRefusedByPath) {
 }
 
 TEST(Trainer, KeepsTheNewestCheckpointsAndIgnoresPartialOnes) {
+  dew::test::SingleThreaded threads;
   TempDir data, run;
   dew::test::write_tiny_tokens(data.path());
   auto config = small_run(5);
@@ -268,6 +275,7 @@ TEST(Trainer, KeepsTheNewestCheckpointsAndIgnoresPartialOnes) {
 }
 
 TEST(Trainer, LogsScalarsValidatesOverTheWholeSplitAndDrawsPlots) {
+  dew::test::SingleThreaded threads;
   TempDir data, run;
   dew::test::write_tiny_tokens(data.path());
   auto config = small_run(5);
@@ -309,6 +317,7 @@ TEST(Trainer, LogsScalarsValidatesOverTheWholeSplitAndDrawsPlots) {
 }
 
 TEST(Trainer, LossFallsOnLearnableData) {
+  dew::test::SingleThreaded threads;
   TempDir data, run;
   std::vector<dew::data::TokenId> ids;  // next id = previous + 7 (mod 64): fully predictable from one token
   for (int i = 0; i < 4000; ++i) ids.push_back((i * 7) % 64);
@@ -325,6 +334,7 @@ TEST(Trainer, LossFallsOnLearnableData) {
 }
 
 TEST(Trainer, RefusesBadSettingsByField) {
+  dew::test::SingleThreaded threads;
   auto objective = tiny_objective();
   auto config = small_run(4);
   config.grad_accum = 3;
@@ -344,6 +354,7 @@ TEST(Trainer, RefusesBadSettingsByField) {
 }
 
 TEST(Trainer, LoadsCheckpointWeightsForEvaluation) {
+  dew::test::SingleThreaded threads;
   TempDir data, run;
   dew::test::write_tiny_tokens(data.path());
   auto trained = tiny_objective();
@@ -361,6 +372,7 @@ TEST(Trainer, LoadsCheckpointWeightsForEvaluation) {
 }
 
 TEST(Trainer, RunsOnCudaWithBf16Compute) {
+  dew::test::SingleThreaded threads;
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   TempDir data, run;
   dew::test::write_tiny_tokens(data.path());
