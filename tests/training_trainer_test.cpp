@@ -371,6 +371,24 @@ TEST(Trainer, LoadsCheckpointWeightsForEvaluation) {
   EXPECT_FALSE(at::equal(ema.load(name), dew::nn::parameter_map(live.module()).at(name)));
 }
 
+TEST(Trainer, Bf16ComputeKeepsFp32MasterWeightsOnCpu) {
+  dew::test::SingleThreaded threads;
+  TempDir data, run;
+  dew::test::write_tiny_tokens(data.path());
+  auto model_config = dew::test::tiny_decoder_config();
+  model_config.dtype = "bfloat16";
+  LMObjective objective(dew::nn::CausalTransformer(model_config), {.seq_len = kSeqLen});
+  auto result = train(data.path(), run.path(), small_run(3), small_optim(), &objective);
+  EXPECT_EQ(result.step, 3);
+  EXPECT_TRUE(std::isfinite(result.metrics.at("loss")));
+  for (const auto& [name, p] : dew::nn::parameter_map(objective.module())) EXPECT_EQ(p.scalar_type(), at::kFloat) << name;
+  Checkpoint c(run.path() / "3");
+  for (const auto& name : c.optimizer().names()) {
+    if (name != "step") EXPECT_EQ(c.optimizer().entry(name).dtype, "F32") << name;
+  }
+  EXPECT_EQ(c.ema().entry(c.ema().names().front()).dtype, "F32");
+}
+
 TEST(Trainer, RunsOnCudaWithBf16Compute) {
   dew::test::SingleThreaded threads;
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
