@@ -1,0 +1,37 @@
+#pragma once
+// Batched generation with a KV cache: prefill every prompt at once, then one token per row per step.
+//
+// Prompts of different lengths share one batch: each is left-padded with segment 0 (which the cache's
+// slots record, so padding is invisible to attention) and its positions start at 0 at its first real
+// token, so a prompt gives the same continuation alone as in any batch (up to float rounding).
+#include <cstdint>
+#include <vector>
+
+#include "dew/inference/sampling.h"
+#include "dew/nn/causal_transformer.h"
+
+namespace dew::inference {
+
+// One row per continuation: rows = prompts * n, prompt i's continuations at rows i*n .. i*n + n-1.
+struct Generation {
+  std::int64_t n = 1;                            // continuations per prompt
+  std::vector<std::vector<std::int32_t>> tokens;  // new tokens per row; the EOS, when reached, is the last
+  std::vector<std::int64_t> lengths;             // tokens[row].size()
+  std::vector<bool> stopped_at_eos;              // false: the row reached max_new_tokens
+  // log p(token) of each chosen token under the model's own distribution: log_softmax of the raw fp32
+  // logits (temperature 1, no penalty or filter), which is the policy log-probability GRPO needs; not the
+  // probability under the processed distribution the token was drawn from.
+  std::vector<std::vector<float>> logprobs;
+
+  std::int64_t rows() const { return static_cast<std::int64_t>(tokens.size()); }
+  std::int64_t prompt_of(std::int64_t row) const { return row / n; }
+};
+
+// Generates sampling.n continuations of every prompt. Runs without gradients, on the model's device,
+// with the model in eval mode (its train/eval mode is restored afterwards). Errors (dew::Error): no
+// prompts, an empty prompt, a token id outside the vocabulary, invalid sampling settings, or a prompt
+// whose length plus max_new_tokens exceeds the model's max_seq_len (both numbers are named).
+Generation generate(nn::CausalTransformer& model, const std::vector<std::vector<std::int32_t>>& prompts,
+                    const Sampling& sampling);
+
+}  // namespace dew::inference
