@@ -1,0 +1,315 @@
+// Training throughput of a decoder LM: builds a CausalTransformer and an LMObjective, trains it with the
+// Trainer on random token rows held in memory (no checkpoints or evaluation during the measured steps),
+// and prints one JSON line: median tokens/s over the measured steps (after warmup), peak RSS, the
+// measured matmul peak and MFU. bench/train_lm.sh runs it beside PyTorch eager and dewml (JAX) on the
+// same model and batch (tools/bench/train_lm_peers.py) and prints ratios.
+//
+//   train_lm_bench [--vocab 4096] [--emb 256] [--layers 4] [--heads 4] [--kv-heads 0] [--mlp-features 1024]
+//                  [--seq 128] [--batch 16] [--max-seq-len 0] [--dtype float32] [--device cpu]
+//                  [--steps 10] [--warmup 3] [--threads 0] [--ema 0] [--seed 0] [--phases]
+//
+// The step time is the interval between two Trainer step callbacks: the whole training step (batch,
+// forward, loss, backward, gradient scaling, clipping, schedule, optimizer, EMA when --ema > 0). --phases
+// instead drives the same pieces the Trainer calls by hand and prints the median time of each phase.
+// --threads 0 leaves LibTorch's default intra-op thread count.
+#include <sys/resource.h>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dew/core/error.h"
+#include "dew/data/batch_source.h"
+#include "dew/nn/causal_transformer.h"
+#include "dew/objectives/lm_objective.h"
+#include "dew/training/evaluate.h"
+#include "dew/training/flops.h"
+#include "dew/training/grad_clip.h"
+#include "dew/training/optimizer.h"
+#include "dew/training/lr_schedule.h"
+#include "dew/training/trainer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::int64_t vocab = 4096, emb = 256, layers = 4, heads = 4, kv_heads = 0, mlp_features = 1024;
+  std::int64_t seq = 128, batch = 16, max_seq_len = 0, steps = 10, warmup = 3, threads = 0;
+  std::uint64_t seed = 0;
+  double ema = 0;
+  std::string dtype = "float32", device = "cpu";
+  bool phases = false;
+};
+
+// Random rows of seq + 1 ids, drawn once: a small pool cycled through, so batch production costs nothing.
+class RandomRows final : public dew::data::BatchSource {
+ public:
+  RandomRows(std::int64_t vocab, std::int64_t seq, std::int64_t rows, std::uint64_t seed) {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+    for (int i = 0; i < 4; ++i) pool_.push_back(at::randint(vocab, {rows, seq + 1}, generator, at::kLong));
+  }
+  dew::data::Batch next_batch(std::int64_t rows) override {
+    const auto& block = pool_[static_cast<std::size_t>(position_++ % static_cast<std::int64_t>(pool_.size()))];
+    if (rows != block.size(0)) throw std::runtime_error("RandomRows: asked for a different batch size");
+    dew::data::Batch batch;
+    batch.set("text", block);
+    return batch;
+  }
+  std::int64_t position() const override { return position_; }
+  void set_position(std::int64_t position) override { position_ = position; }
+  std::int64_t records() const override { return 1 << 30; }
+
+ private:
+  std::vector<at::Tensor> pool_;
+  std::int64_t position_ = 0;
+};
+
+double current_rss_mib() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  auto value = [&](int& i) -> std::string {
+    if (i + 1 >= argc) throw std::runtime_error(std::string(argv[i]) + " needs a value");
+    return argv[++i];
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--vocab") o.vocab = std::stoll(value(i));
+    else if (a == "--emb") o.emb = std::stoll(value(i));
+    else if (a == "--layers") o.layers = std::stoll(value(i));
+    else if (a == "--heads") o.heads = std::stoll(value(i));
+    else if (a == "--kv-heads") o.kv_heads = std::stoll(value(i));
+    else if (a == "--mlp-features") o.mlp_features = std::stoll(value(i));
+    else if (a == "--seq") o.seq = std::stoll(value(i));
+    else if (a == "--batch") o.batch = std::stoll(value(i));
+    else if (a == "--max-seq-len") o.max_seq_len = std::stoll(value(i));
+    else if (a == "--steps") o.steps = std::stoll(value(i));
+    else if (a == "--warmup") o.warmup = std::stoll(value(i));
+    else if (a == "--threads") o.threads = std::stoll(value(i));
+    else if (a == "--seed") o.seed = std::stoull(value(i));
+    else if (a == "--ema") o.ema = std::stod(value(i));
+    else if (a == "--dtype") o.dtype = value(i);
+    else if (a == "--device") o.device = value(i);
+    else if (a == "--phases") o.phases = true;
+    else if (a == "--help" || a == "-h") {
+      std::printf("usage: train_lm_bench [--vocab N] [--emb N] [--layers N] [--heads N] [--kv-heads N]\n"
+                  "  [--mlp-features N] [--seq N] [--batch N] [--max-seq-len N] [--dtype float32|bfloat16]\n"
+                  "  [--device cpu|cuda] [--steps N] [--warmup N] [--threads N] [--ema DECAY] [--seed N] [--phases]\n");
+      std::exit(0);
+    } else {
+      throw std::runtime_error("unknown flag '" + a + "' (see --help)");
+    }
+  }
+  if (o.warmup < 1) throw std::runtime_error("--warmup must be at least 1 (the first step includes set-up)");
+  if (o.steps < 1) throw std::runtime_error("--steps must be at least 1");
+  return o;
+}
+
+dew::nn::CausalTransformerConfig model_config(const Options& o) {
+  dew::nn::CausalTransformerConfig c;
+  c.vocab_size = o.vocab;
+  c.emb_features = o.emb;
+  c.num_layers = o.layers;
+  c.num_heads = o.heads;
+  c.num_kv_heads = o.kv_heads;
+  c.mlp = "swiglu";
+  c.mlp_features = o.mlp_features;
+  c.max_seq_len = o.max_seq_len > 0 ? o.max_seq_len : std::max<std::int64_t>(256, o.seq);
+  c.rope_theta = 10000.0;
+  c.qk_norm = true;
+  c.tie_embeddings = true;
+  c.norm_eps = 1e-6;
+  c.dtype = o.dtype;
+  c.param_dtype = "float32";
+  return c;
+}
+
+dew::training::OptimConfig optim_config() {
+  dew::training::OptimConfig optim;
+  optim.name = "adamw";
+  optim.learning_rate = 3e-4;
+  optim.beta1 = 0.9;
+  optim.beta2 = 0.95;
+  optim.weight_decay = 0.1;
+  optim.grad_clip_norm = 1.0;
+  optim.schedule = "cosine";
+  return optim;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The Trainer's step by hand (see Trainer::train_step), timed per phase. The phases are separated by
+// synchronous CPU work, so each time is that phase's own.
+std::map<std::string, double> phase_times(const Options& o, dew::objectives::LMObjective& objective,
+                                          RandomRows& rows, c10::Device device) {
+  auto& module = objective.module();
+  objective.init(o.seed);
+  module.to(device);
+  module.train();
+  dew::training::NamedTensors named;
+  std::vector<at::Tensor> params;
+  for (auto& p : module.named_parameters()) {
+    named[p.key()] = p.value();
+    params.push_back(p.value());
+  }
+  auto optimizer = dew::training::make_optimizer(optim_config(), named);
+  std::map<std::string, std::vector<double>> times;
+  for (std::int64_t step = 0; step < o.warmup + o.steps; ++step) {
+    auto t0 = Clock::now();
+    for (auto& p : params) p.mutable_grad() = at::Tensor();
+    auto batch = dew::training::to_device(rows.next_batch(o.batch), device);
+    auto loss = objective.loss(batch, step);
+    auto t1 = Clock::now();
+    loss.sum.backward();
+    (void)loss.sum.detach().item<double>();
+    auto t2 = Clock::now();
+    {
+      at::NoGradGuard no_grad;
+      std::vector<at::Tensor> grads;
+      for (const auto& p : params) {
+        if (p.grad().defined()) grads.push_back(p.grad());
+      }
+      at::_foreach_div_(grads, loss.count);
+    }
+    dew::training::clip_grad_norm(params, 1.0);
+    auto t3 = Clock::now();
+    optimizer->step(dew::training::learning_rate_at(optim_config(), step, o.warmup + o.steps));
+    auto t4 = Clock::now();
+    if (step < o.warmup) continue;
+    auto d = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+    times["forward_loss_s"].push_back(d(t0, t1));
+    times["backward_s"].push_back(d(t1, t2));
+    times["scale_clip_s"].push_back(d(t2, t3));
+    times["optimizer_s"].push_back(d(t3, t4));
+    times["step_s"].push_back(d(t0, t4));
+  }
+  std::map<std::string, double> out;
+  for (const auto& [name, values] : times) out[name] = median(values);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    if (o.threads > 0) at::set_num_threads(static_cast<int>(o.threads));
+    const double base_rss = current_rss_mib();
+    const auto device = dew::training::resolve_device(o.device);
+    const auto config = model_config(o);
+
+    dew::nn::CausalTransformer model(config);
+    dew::objectives::LMObjectiveConfig lm;
+    lm.seq_len = o.seq;
+    lm.token_accuracy = false;  // the peers compute the loss only
+    dew::objectives::LMObjective objective(model, lm);
+    RandomRows rows(o.vocab, o.seq, o.batch, o.seed + 1);
+
+    const auto peak_dtype = config.dtype == "bfloat16" ? at::kBFloat16 : config.dtype == "float16" ? at::kHalf : at::kFloat;
+    const double peak = dew::training::measure_peak_flops(device, peak_dtype);
+    const double flops_per_token = dew::training::decoder_flops_per_token(config, o.seq);
+    const double tokens_per_step = static_cast<double>(o.batch * o.seq);
+
+    nlohmann::ordered_json out;
+    out["impl"] = "dew";
+    out["threads"] = at::get_num_threads();
+    out["device"] = device.str();
+    out["dtype"] = o.dtype;
+    out["config"] = {{"vocab", o.vocab}, {"emb", o.emb}, {"layers", o.layers}, {"heads", o.heads},
+                     {"mlp_features", o.mlp_features}, {"seq", o.seq}, {"batch", o.batch}};
+    out["parameters"] = model->parameter_count();
+
+    if (o.phases) {
+      auto phases = phase_times(o, objective, rows, device);
+      out["mode"] = "phases";
+      for (const auto& [name, value] : phases) out[name] = value;
+      out["tokens_per_s"] = tokens_per_step / phases["step_s"];
+    } else {
+      dew::training::TrainerConfig trainer;
+      trainer.steps = o.warmup + o.steps;
+      trainer.batch_size = o.batch;
+      trainer.log_every = trainer.steps;        // one log line, after the last measured step
+      trainer.eval_every = 0;                   // no validation source is passed anyway
+      trainer.checkpoint_every = 0;             // only the final checkpoint, after the last measured step
+      trainer.keep_checkpoints = 1;
+      trainer.seed = o.seed;
+      trainer.ema_decay = o.ema;
+      trainer.device = o.device;
+      trainer.peak_flops = peak;
+      trainer.flops_per_token = flops_per_token;
+
+      char dir_template[] = "/tmp/dew-train-bench-XXXXXX";
+      if (!mkdtemp(dir_template)) throw std::runtime_error("cannot create a temporary run directory");
+      const fs::path run_dir = dir_template;
+
+      std::vector<double> step_seconds, losses;
+      auto last = Clock::now();
+      {
+        dew::training::Trainer t(objective, optim_config(), trainer, run_dir);
+        t.set_output(nullptr);
+        t.set_step_callback([&](std::int64_t step, const std::map<std::string, double>& scalars) {
+          const double dt = seconds_since(last);
+          last = Clock::now();
+          if (step > o.warmup) step_seconds.push_back(dt);  // step 1's interval includes fit()'s set-up
+          losses.push_back(scalars.at("loss"));
+        });
+        last = Clock::now();
+        t.fit(rows);
+      }
+      std::error_code ignored;
+      fs::remove_all(run_dir, ignored);
+
+      const double step_s = median(step_seconds);
+      out["mode"] = "trainer";
+      out["steps_measured"] = step_seconds.size();
+      out["step_s"] = step_s;
+      out["step_s_min"] = *std::min_element(step_seconds.begin(), step_seconds.end());
+      out["tokens_per_s"] = tokens_per_step / step_s;
+      out["loss_first"] = losses.front();
+      out["loss_last"] = losses.back();
+    }
+    out["peak_rss_mib"] = peak_rss_mib();
+    out["base_rss_mib"] = base_rss;
+    out["peak_flops"] = peak;
+    out["flops_per_token"] = flops_per_token;
+    out["mfu"] = flops_per_token * out["tokens_per_s"].get<double>() / peak;
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_lm_bench: %s\n", e.what());
+    return 1;
+  }
+}
