@@ -384,7 +384,9 @@ TEST(Trainer, Bf16ComputeKeepsFp32MasterWeightsOnCpu) {
   for (const auto& [name, p] : dew::nn::parameter_map(objective.module())) EXPECT_EQ(p.scalar_type(), at::kFloat) << name;
   Checkpoint c(run.path() / "3");
   for (const auto& name : c.optimizer().names()) {
-    if (name != "step") EXPECT_EQ(c.optimizer().entry(name).dtype, "F32") << name;
+    if (name != "step") {
+      EXPECT_EQ(c.optimizer().entry(name).dtype, "F32") << name;
+    }
   }
   EXPECT_EQ(c.ema().entry(c.ema().names().front()).dtype, "F32");
 }

@@ -7,5 +7,8 @@ namespace dew::cli {
 void add_version_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
 
 }  // namespace dew::cli

@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   dew::cli::add_version_command(app);
   dew::cli::add_tokenize_command(app);
   dew::cli::add_tokenizer_command(app);
+  dew::cli::add_train_command(app);
+  dew::cli::add_eval_command(app);
+  dew::cli::add_generate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

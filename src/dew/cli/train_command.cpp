@@ -1,0 +1,86 @@
+// `dew train lm`: train a decoder language model on a token directory, or resume the run in --out.
+//
+// The config is built from, in order: the defaults (a fresh run) or the run's run.json (a resumed run),
+// the --config file, --data, then each --set. A resumed run may change only trainer.* (LMRun::start says
+// which field differs otherwise).
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dew/cli/commands.h"
+#include "dew/cli/torch_threads.h"
+#include "dew/core/config.h"
+#include "dew/core/progress.h"
+#include "dew/runs/lm_run.h"
+
+namespace dew::cli {
+
+namespace {
+struct TrainFlags {
+  std::string data, out, config_file;
+  std::vector<std::string> sets;
+  bool print_config = false;
+};
+
+std::string format_scalars(const std::map<std::string, double>& scalars, const char* prefix) {
+  std::string out;
+  for (const auto& [name, value] : scalars) out += str(out.empty() ? "" : ", ", prefix, name, " ", value);
+  return out;
+}
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto* train = app.add_subcommand("train", "Train a model (resumes when the run directory already holds the run)");
+  train->require_subcommand(1);
+
+  auto flags = std::make_shared<TrainFlags>();
+  auto* lm = train->add_subcommand("lm", "Train a decoder language model (next-token prediction) on a token directory");
+  lm->add_option("--data", flags->data, "token directory written by `dew tokenize` (sets data.path)");
+  lm->add_option("--out", flags->out, "run directory: run.json, checkpoints, tracking/ (resumed if it holds a run)")
+      ->required();
+  lm->add_option("--config", flags->config_file, "JSON file with any of the fields below, by section");
+  lm->add_option("--set", flags->sets, "override one field: --set model.num_layers=6 (repeatable)");
+  lm->add_flag("--print-config", flags->print_config, "print the effective config as JSON and exit");
+  lm->footer("Config fields (section.field = default):\n" + config::describe<runs::LMRunConfig>());
+
+  lm->callback([flags] {
+    const std::filesystem::path out = flags->out;
+    const std::optional<runs::LMRunConfig> stored = runs::LMRun::stored_config(out);
+    std::vector<std::string> overrides;
+    if (!flags->data.empty()) overrides.push_back("data.path=" + flags->data);
+    overrides.insert(overrides.end(), flags->sets.begin(), flags->sets.end());
+    std::optional<std::filesystem::path> file;
+    if (!flags->config_file.empty()) file = flags->config_file;
+    auto config = config::load<runs::LMRunConfig>(file, overrides, stored.value_or(runs::LMRunConfig{}));
+    if (flags->print_config) {
+      std::printf("%s\n", config::to_json(config).dump(2).c_str());
+      return;
+    }
+
+    use_available_threads();
+    runs::LMRun run = runs::LMRun::start(out, config);
+    const auto& c = run.config();
+    std::printf("%s run '%s': data '%s' (%s rows of %lld tokens), model %lld layers x %lld features, vocab %lld\n",
+                run.resumed() ? "resuming" : "new", out.c_str(), c.data.path.c_str(), c.data.pack ? "packed" : "window",
+                static_cast<long long>(c.data.seq_len), static_cast<long long>(c.model.num_layers),
+                static_cast<long long>(c.model.emb_features), static_cast<long long>(c.model.vocab_size));
+    std::fflush(stdout);
+
+    training::FitResult result = run.train(stdout);
+    if (result.metrics.count("loss")) {
+      std::printf("finished at step %lld: loss %.4f\n", static_cast<long long>(result.step), result.metrics.at("loss"));
+    }
+    if (!result.validation.empty()) {
+      std::printf("validation (%s weights): %s\n", c.trainer.ema_decay > 0 ? "EMA" : "live",
+                  format_scalars(result.validation, "").c_str());
+    }
+    std::printf("checkpoint '%s'; plots in '%s'\n", result.checkpoint.c_str(), (out / "tracking").c_str());
+    std::fflush(stdout);
+    if (result.interrupted) std::exit(130);  // the shell's convention for a run stopped by a signal
+  });
+}
+
+}  // namespace dew::cli

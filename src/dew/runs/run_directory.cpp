@@ -1,0 +1,93 @@
+#include "dew/runs/run_directory.h"
+
+#include <system_error>
+
+#include "dew/core/atomic_file.h"
+#include "dew/core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace dew::runs {
+
+namespace {
+constexpr const char* kFormat = "dew-run";
+constexpr int kVersion = 1;
+
+const config::Json& require(const config::Json& j, const char* field, const fs::path& file) {
+  auto it = j.find(field);
+  if (it == j.end()) fail("'", file.string(), "' has no \"", field, "\"; it is not a dew run file (or was cut short)");
+  return *it;
+}
+}  // namespace
+
+fs::path run_file_path(const fs::path& run_dir) { return run_dir / "run.json"; }
+
+bool holds_run(const fs::path& run_dir) {
+  std::error_code ec;
+  return fs::is_regular_file(run_file_path(run_dir), ec);
+}
+
+RunFile read_run_file(const fs::path& run_dir) {
+  const fs::path file = run_file_path(run_dir);
+  if (!holds_run(run_dir)) {
+    fail("'", run_dir.string(), "' is not a run directory (no run.json); give the --out directory of a `dew train` run");
+  }
+  config::Json j = config::parse_json_file(file);
+  if (!j.is_object()) fail("'", file.string(), "' must hold a JSON object, got ", config::json_kind(j));
+  const auto& format = require(j, "format", file);
+  if (format != kFormat) fail("'", file.string(), "': \"format\" is ", format.dump(), ", expected \"", kFormat, "\"");
+  const auto& version = require(j, "version", file);
+  if (!version.is_number_integer() || version.get<int>() != kVersion) {
+    fail("'", file.string(), "': \"version\" is ", version.dump(), "; this dew reads version ", kVersion,
+         " (was the run written by a newer dew?)");
+  }
+  RunFile run;
+  const auto& kind = require(j, "kind", file);
+  const auto& tokenizer = require(j, "tokenizer", file);
+  if (!kind.is_string()) config::wrong_type(kind, "kind", file.string(), "a string");
+  if (!tokenizer.is_string()) config::wrong_type(tokenizer, "tokenizer", file.string(), "a string");
+  run.kind = kind.get<std::string>();
+  run.tokenizer = tokenizer.get<std::string>();
+  run.config = require(j, "config", file);
+  if (!run.config.is_object()) config::wrong_type(run.config, "config", file.string(), "an object");
+  return run;
+}
+
+void write_run_file(const fs::path& run_dir, const RunFile& run) {
+  config::Json j;
+  j["format"] = kFormat;
+  j["version"] = kVersion;
+  j["kind"] = run.kind;
+  j["tokenizer"] = run.tokenizer;
+  j["config"] = run.config;
+  write_file_atomic(run_file_path(run_dir), j.dump(2) + "\n");
+}
+
+void check_fresh_run_dir(const fs::path& run_dir) {
+  std::error_code ec;
+  if (!fs::exists(run_dir, ec)) return;
+  if (!fs::is_directory(run_dir, ec)) fail("--out '", run_dir.string(), "' exists and is not a directory; choose another path");
+  if (!fs::is_empty(run_dir, ec)) {
+    fail("--out '", run_dir.string(), "' is not empty and holds no run.json, so it is not a dew run to resume; "
+         "choose a new or empty directory (nothing was written)");
+  }
+}
+
+std::optional<std::string> first_difference(const config::Json& a, const config::Json& b, const std::string& prefix) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [key, value] : a.items()) {
+      auto path = config::join_path(prefix, key);
+      auto other = b.find(key);
+      if (other == b.end()) return path;
+      if (auto diff = first_difference(value, *other, path)) return diff;
+    }
+    for (const auto& [key, value] : b.items()) {
+      if (!a.contains(key)) return config::join_path(prefix, key);
+    }
+    return std::nullopt;
+  }
+  if (a == b) return std::nullopt;
+  return prefix.empty() ? std::string("(the whole config)") : prefix;
+}
+
+}  // namespace dew::runs
