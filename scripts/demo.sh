@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job: set up, build, and turn the default corpus (Jane Austen's six novels, from Debian's
-# r-cran-janeaustenr) into GPT-2 token files that training reads. Outputs go to out/ (OUT to change).
+# The main job: set up, build, then the spec's first training run on the default corpus (Jane Austen's six
+# novels, from Debian's r-cran-janeaustenr): learn a 4096-token BPE vocabulary, tokenize, train a small
+# decoder for a few minutes on the CPU (configs/demo_lm.json), evaluate it and continue "Once upon a time"
+# greedily. Outputs go to out/ (OUT to change); the run directory is replaced on every demo run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -10,9 +12,20 @@ DEW=${BUILD_DIR:-build}/bin/dew
 mkdir -p "$OUT"
 "$DEW" version
 echo
-echo "== tokenizing $CORPUS with GPT-2's vocabulary (1% held out for validation) =="
-"$DEW" tokenize --input "$CORPUS" --out "$OUT/austen-gpt2" --tokenizer gpt2 --pack
-cat "$OUT/austen-gpt2/meta.json"
+echo "== learning a 4096-token byte-level BPE vocabulary from $CORPUS =="
+"$DEW" tokenizer train --input "$CORPUS" --out "$OUT/austen-bpe" --vocab-size 4096
 echo
-echo "== round trip of a sentence through the same tokenizer =="
-"$DEW" tokenizer encode --tokenizer gpt2 --text "Once upon a time, Elizabeth Bennet walked to Meryton."
+echo "== tokenizing (2% held out for validation) =="
+"$DEW" tokenize --input "$CORPUS" --out "$OUT/austen-tokens" --tokenizer "$OUT/austen-bpe" --val-fraction 0.02
+echo
+echo "== training a decoder (configs/demo_lm.json) =="
+rm -rf "$OUT/austen-run"
+"$DEW" train lm --data "$OUT/austen-tokens" --out "$OUT/austen-run" --config configs/demo_lm.json "$@"
+echo
+echo "== validation of the EMA weights =="
+"$DEW" eval "$OUT/austen-run"
+echo
+echo "== greedy continuation =="
+"$DEW" generate "$OUT/austen-run" --prompt "Once upon a time" --max-new-tokens 60
+echo
+echo "plots: $OUT/austen-run/tracking/loss.png $OUT/austen-run/tracking/val_perplexity.png"
