@@ -99,10 +99,10 @@ TEST(Trainer, FitReproducesTorchAdamWWithAndWithoutAccumulation) {
       auto result = trainer.fit(batches);
       EXPECT_EQ(result.step, 10);
       ASSERT_EQ(losses.size(), 10u);
-      for (std::size_t i = 0; i < 10; ++i) EXPECT_NEAR(losses[i], expected["losses"][i].get<double>(), 1e-5) << family << " step " << i;
+      for (std::size_t i = 0; i < 10; ++i) EXPECT_NEAR(losses[i], expected["losses"][i].get<double>(), dew::test::kAdamWLossTolerance) << family << " step " << i;
       dew::formats::SafetensorsFile final_params(dir / "adamw_final.safetensors");
       for (const auto& [name, p] : dew::nn::parameter_map(objective.module())) {
-        EXPECT_LT((p - final_params.load(name)).abs().max().item<double>(), 5e-5) << family << " accum " << accum << " " << name;
+        EXPECT_LT((p - final_params.load(name)).abs().max().item<double>(), dew::test::kAdamWParamTolerance) << family << " accum " << accum << " " << name;
       }
     }
   }
