@@ -66,10 +66,30 @@ if [[ " $PEERS " == *" dewml "* ]]; then
   fi
 fi
 
+# The busy share of all cores over one second, in percent (from /proc/stat).
+busy_percent() {
+  local a b
+  a=($(head -n1 /proc/stat)); sleep 1; b=($(head -n1 /proc/stat))
+  local total=0 idle i
+  for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+  idle=$((b[4] - a[4] + b[5] - a[5]))
+  echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
+}
+# Waits (up to QUIET_WAIT seconds, default 120) for the machine to be idle (< 10% busy) before a run: on a
+# shared machine another process's burst slows a 2-thread OpenMP run by far more than its share.
+wait_quiet() {
+  local waited=0 busy
+  while busy=$(busy_percent); [ "$busy" -ge 10 ] && [ "$waited" -lt "${QUIET_WAIT:-120}" ]; do
+    waited=$((waited + 1))
+  done
+  echo "$busy"
+}
+
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 run_one() {  # impl threads round
-  local impl=$1 threads=$2 round=$3 line
+  local impl=$1 threads=$2 round=$3 line busy
+  busy=$(wait_quiet)
   case $impl in
     dew) line=$("$BENCH" --threads "$threads" "${EXTRA[@]}") ;;
     pytorch) line=$("$VENV/bin/python" tools/bench/train_lm_peers.py torch --threads "$threads" "${EXTRA[@]}") ;;
@@ -81,7 +101,7 @@ run_one() {  # impl threads round
         return 0
       fi ;;
   esac
-  echo "$line" | "$VENV/bin/python" -c 'import json,sys; r=json.loads(sys.stdin.read()); r["round"]=int(sys.argv[1]); r["want_threads"]=int(sys.argv[2]); print(json.dumps(r))' "$round" "$threads" | tee -a "$out"
+  echo "$line" | "$VENV/bin/python" -c 'import json,sys; r=json.loads(sys.stdin.read()); r["round"]=int(sys.argv[1]); r["want_threads"]=int(sys.argv[2]); r["busy_before"]=int(sys.argv[3]); print(json.dumps(r))' "$round" "$threads" "$busy" | tee -a "$out"
 }
 EXTRA=("$@")
 IMPLS=(dew $PEERS)
@@ -103,30 +123,40 @@ c = dew0["config"]
 print(f"\ntraining a decoder (vocab {c['vocab']}, emb {c['emb']}, {c['layers']} layers, {c['heads']} heads, "
       f"mlp {c['mlp_features']}, seq {c['seq']}, batch {c['batch']}, {dew0['dtype']}, "
       f"{dew0['parameters'] / 1e6:.2f} M parameters) on {dew0['device']}, {os.cpu_count()} cores ({cpu}), load {load:.1f}")
-print(f"MFU = {dew0['flops_per_token'] / 1e6:.1f} MFLOP/token x tokens/s / the matmul peak train_lm_bench measured")
+print(f"MFU = {dew0['flops_per_token'] / 1e6:.1f} MFLOP/token (dew's decoder_flops_per_token) x tokens/s / the best "
+      f"matmul peak train_lm_bench measured at that thread count; 'best step' is each impl's fastest step of all rounds")
 def med(impl, threads, key):
     v = [r[key] for r in rows if r["impl"] == impl and r["want_threads"] == threads and r.get(key) is not None]
     return statistics.median(v) if v else None
 impls = [i for i in ("dew", "pytorch", "dewml") if any(r["impl"] == i for r in rows)]
+def best(impl, threads):
+    v = [r["step_s_min"] for r in rows if r["impl"] == impl and r["want_threads"] == threads]
+    return min(v) if v else None
 for threads in sorted({r["want_threads"] for r in rows}, reverse=True):
-    peak = med("dew", threads, "peak_flops")
-    rounds = len([r for r in rows if r["impl"] == "dew" and r["want_threads"] == threads])
-    print(f"\n{threads} thread(s), {rounds} round(s), matmul peak {peak / 1e9:.1f} GFLOP/s")
-    print(f"{'impl':<10}{'tokens/s':>10}{'step ms':>10}{'peak RSS MiB':>14}{'MFU':>8}{'loss 1st->last':>18}")
+    peak = max(r["peak_flops"] for r in rows if r["impl"] == "dew" and r["want_threads"] == threads)
+    mine = [r for r in rows if r["want_threads"] == threads]
+    rounds = len([r for r in mine if r["impl"] == "dew"])
+    busy = len([r for r in mine if r.get("busy_before", 0) >= 10])
+    print(f"\n{threads} thread(s), {rounds} round(s), matmul peak {peak / 1e9:.1f} GFLOP/s (best of dew's runs); "
+          f"{busy} of {len(mine)} runs started on a busy machine")
+    print(f"{'impl':<10}{'tokens/s':>10}{'step ms':>10}{'best step':>11}{'peak RSS MiB':>14}{'MFU':>8}{'MFU best':>10}"
+          f"{'loss 1st->last':>18}")
+    tokens = dew0["config"]["batch"] * dew0["config"]["seq"]
     for impl in impls:
         tps = med(impl, threads, "tokens_per_s")
         if tps is None:
             continue
-        mfu = dew0["flops_per_token"] * tps / peak
         first, last = med(impl, threads, "loss_first"), med(impl, threads, "loss_last")
         loss = f"{first:.3f}->{last:.3f}" if first is not None else "-"
-        print(f"{impl:<10}{tps:>10.0f}{med(impl, threads, 'step_s') * 1e3:>10.1f}"
-              f"{med(impl, threads, 'peak_rss_mib'):>14.0f}{mfu * 100:>7.1f}%{loss:>18}")
-    d_t, d_m = med("dew", threads, "tokens_per_s"), med("dew", threads, "peak_rss_mib")
+        b = best(impl, threads)
+        print(f"{impl:<10}{tps:>10.0f}{med(impl, threads, 'step_s') * 1e3:>10.1f}{b * 1e3:>11.1f}"
+              f"{med(impl, threads, 'peak_rss_mib'):>14.0f}{dew0['flops_per_token'] * tps / peak * 100:>7.1f}%"
+              f"{dew0['flops_per_token'] * tokens / b / peak * 100:>9.1f}%{loss:>18}")
+    d_t, d_m, d_b = med("dew", threads, "tokens_per_s"), med("dew", threads, "peak_rss_mib"), best("dew", threads)
     for peer in impls[1:]:
-        p_t, p_m = med(peer, threads, "tokens_per_s"), med(peer, threads, "peak_rss_mib")
+        p_t, p_m, p_b = med(peer, threads, "tokens_per_s"), med(peer, threads, "peak_rss_mib"), best(peer, threads)
         if p_t:
-            print(f"dew/{peer}: tokens/s {d_t / p_t:.2f}x, peak RSS {d_m / p_m:.2f}x")
+            print(f"dew/{peer}: tokens/s {d_t / p_t:.2f}x (best step {p_b / d_b:.2f}x), peak RSS {d_m / p_m:.2f}x")
 if dewml_reason:
     print(f"dewml: not installable here ({dewml_reason})")
 PY

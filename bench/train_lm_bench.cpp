@@ -6,15 +6,17 @@
 //
 //   train_lm_bench [--vocab 4096] [--emb 256] [--layers 4] [--heads 4] [--kv-heads 0] [--mlp-features 1024]
 //                  [--seq 128] [--batch 16] [--max-seq-len 0] [--dtype float32] [--device cpu]
-//                  [--steps 10] [--warmup 3] [--threads 0] [--ema 0] [--seed 0] [--phases]
+//                  [--steps 10] [--warmup 3] [--threads 0] [--ema 0] [--seed 0] [--phases [--trace FILE]]
 //
 // The step time is the interval between two Trainer step callbacks: the whole training step (batch,
 // forward, loss, backward, gradient scaling, clipping, schedule, optimizer, EMA when --ema > 0). --phases
-// instead drives the same pieces the Trainer calls by hand and prints the median time of each phase.
+// instead drives the same pieces the Trainer calls by hand and prints the median time of each phase;
+// --trace FILE adds one step under LibTorch's (legacy) profiler and writes its Chrome trace to FILE.
 // --threads 0 leaves LibTorch's default intra-op thread count.
 #include <sys/resource.h>
 
 #include <ATen/Parallel.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -52,7 +54,7 @@ struct Options {
   std::int64_t seq = 128, batch = 16, max_seq_len = 0, steps = 10, warmup = 3, threads = 0;
   std::uint64_t seed = 0;
   double ema = 0;
-  std::string dtype = "float32", device = "cpu";
+  std::string dtype = "float32", device = "cpu", trace;
   bool phases = false;
 };
 
@@ -124,10 +126,12 @@ Options parse(int argc, char** argv) {
     else if (a == "--dtype") o.dtype = value(i);
     else if (a == "--device") o.device = value(i);
     else if (a == "--phases") o.phases = true;
+    else if (a == "--trace") o.trace = value(i);
     else if (a == "--help" || a == "-h") {
       std::printf("usage: train_lm_bench [--vocab N] [--emb N] [--layers N] [--heads N] [--kv-heads N]\n"
                   "  [--mlp-features N] [--seq N] [--batch N] [--max-seq-len N] [--dtype float32|bfloat16]\n"
-                  "  [--device cpu|cuda] [--steps N] [--warmup N] [--threads N] [--ema DECAY] [--seed N] [--phases]\n");
+                  "  [--device cpu|cuda] [--steps N] [--warmup N] [--threads N] [--ema DECAY] [--seed N] [--phases]\n"
+                  "  [--trace FILE]  (with --phases: one more step under LibTorch's profiler, a Chrome trace)\n");
       std::exit(0);
     } else {
       throw std::runtime_error("unknown flag '" + a + "' (see --help)");
@@ -187,7 +191,13 @@ std::map<std::string, double> phase_times(const Options& o, dew::objectives::LMO
   }
   auto optimizer = dew::training::make_optimizer(optim_config(), named);
   std::map<std::string, std::vector<double>> times;
-  for (std::int64_t step = 0; step < o.warmup + o.steps; ++step) {
+  const std::int64_t total = o.warmup + o.steps;
+  for (std::int64_t step = 0; step <= total; ++step) {
+    std::unique_ptr<torch::autograd::profiler::RecordProfile> trace;
+    if (step == total) {
+      if (o.trace.empty()) break;
+      trace = std::make_unique<torch::autograd::profiler::RecordProfile>(o.trace);  // the extra step, untimed
+    }
     auto t0 = Clock::now();
     for (auto& p : params) p.mutable_grad() = at::Tensor();
     auto batch = dew::training::to_device(rows.next_batch(o.batch), device);
@@ -206,9 +216,9 @@ std::map<std::string, double> phase_times(const Options& o, dew::objectives::LMO
     }
     dew::training::clip_grad_norm(params, 1.0);
     auto t3 = Clock::now();
-    optimizer->step(dew::training::learning_rate_at(optim_config(), step, o.warmup + o.steps));
+    optimizer->step(dew::training::learning_rate_at(optim_config(), step, total));
     auto t4 = Clock::now();
-    if (step < o.warmup) continue;
+    if (step < o.warmup || step == total) continue;
     auto d = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
     times["forward_loss_s"].push_back(d(t0, t1));
     times["backward_s"].push_back(d(t1, t2));
@@ -239,7 +249,9 @@ int main(int argc, char** argv) {
     RandomRows rows(o.vocab, o.seq, o.batch, o.seed + 1);
 
     const auto peak_dtype = config.dtype == "bfloat16" ? at::kBFloat16 : config.dtype == "float16" ? at::kHalf : at::kFloat;
-    const double peak = dew::training::measure_peak_flops(device, peak_dtype);
+    // Best of three: on a shared machine another process can only lower a measurement, never raise it.
+    double peak = 0;
+    for (int i = 0; i < 3; ++i) peak = std::max(peak, dew::training::measure_peak_flops(device, peak_dtype));
     const double flops_per_token = dew::training::decoder_flops_per_token(config, o.seq);
     const double tokens_per_step = static_cast<double>(o.batch * o.seq);
 
@@ -298,6 +310,7 @@ int main(int argc, char** argv) {
       out["step_s"] = step_s;
       out["step_s_min"] = *std::min_element(step_seconds.begin(), step_seconds.end());
       out["tokens_per_s"] = tokens_per_step / step_s;
+      out["steps_s"] = step_seconds;
       out["loss_first"] = losses.front();
       out["loss_last"] = losses.back();
     }

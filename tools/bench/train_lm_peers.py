@@ -40,7 +40,8 @@ def parse(argv):
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--profile", action="store_true", help="torch only: print the top ops of one step")
+    p.add_argument("--phases", action="store_true", help="torch only: median time of each phase of the step")
+    p.add_argument("--profile", action="store_true", help="torch only: print the top ops of one more step")
     a = p.parse_args(argv)
     a.kv_heads = a.kv_heads or a.heads
     a.max_seq_len = a.max_seq_len or max(256, a.seq)
@@ -158,17 +159,29 @@ def run_torch(a) -> dict:
     generator = torch.Generator().manual_seed(a.seed + 1)
     pool = [torch.randint(a.vocab, (a.batch, a.seq + 1), generator=generator).to(device) for _ in range(4)]
 
+    phases = {}
+
     def step(i):
+        t0 = time.perf_counter()
         rows = pool[i % len(pool)]
         for g in optimizer.param_groups:
             g["lr"] = cosine_lr(i, total)
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast(device.type, dtype=compute, enabled=compute != torch.float32):
             loss = model(rows[:, :-1], rows[:, 1:])
+        t1 = time.perf_counter()
         loss.backward()
+        value = loss.item()  # synchronizes, as dew's step does
+        t2 = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        t3 = time.perf_counter()
         optimizer.step()
-        return loss.item()  # synchronizes, as dew's step does
+        t4 = time.perf_counter()
+        if a.phases and i >= a.warmup:
+            for name, d in (("forward_loss_s", t1 - t0), ("backward_s", t2 - t1), ("scale_clip_s", t3 - t2),
+                            ("optimizer_s", t4 - t3)):
+                phases.setdefault(name, []).append(d)
+        return value
 
     times, losses = [], []
     for i in range(total):
@@ -183,14 +196,16 @@ def run_torch(a) -> dict:
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             step(total)
-        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25), file=sys.stderr)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30), file=sys.stderr)
 
     step_s = statistics.median(times)
     out = {"impl": "pytorch", "mode": "eager", "threads": torch.get_num_threads(), "device": str(device),
            "dtype": a.dtype, "torch": torch.__version__,
            "parameters": sum(p.numel() for p in model.parameters()), "steps_measured": len(times),
-           "step_s": step_s, "step_s_min": min(times), "tokens_per_s": a.batch * a.seq / step_s,
+           "step_s": step_s, "step_s_min": min(times), "tokens_per_s": a.batch * a.seq / step_s, "steps_s": times,
            "loss_first": losses[0], "loss_last": losses[-1], "peak_rss_mib": peak_rss_mib(), "base_rss_mib": base_rss}
+    for name, values in phases.items():
+        out[name] = statistics.median(values)
     if device.type == "cuda":
         out["peak_device_mib"] = torch.cuda.max_memory_allocated() / 2**20
     return out
@@ -284,7 +299,7 @@ def run_dewml(a) -> dict:
     step_s = statistics.median(measured)
     return {"impl": "dewml", "mode": "jax-jit", "threads": a.threads or os.cpu_count(), "device": a.device,
             "dtype": a.dtype, "jax": jax.__version__, "steps_measured": len(measured), "step_s": step_s,
-            "step_s_min": min(measured), "step_s_between_logs": statistics.median(g for s, g in clock.gaps if s > a.warmup),
+            "step_s_min": min(measured), "steps_s": measured, "step_s_between_logs": statistics.median(g for s, g in clock.gaps if s > a.warmup),
             "tokens_per_s": a.batch * a.seq / step_s,
             "loss_first": clock.losses[0] if clock.losses else None,
             "loss_last": clock.losses[-1] if clock.losses else None,
