@@ -213,6 +213,11 @@ std::string Interpreter::render(const std::shared_ptr<Dict>& variables) {
     throw;
   } catch (const Error& e) {
     fail_at(line_, e.what());
+  } catch (const std::bad_alloc&) {
+    fail_at(line_, "out of memory while rendering");
+  } catch (const std::exception& e) {
+    // A standard-library failure (a number out of range, say) is still the template's fault.
+    fail_at(line_, std::string("cannot render: ") + e.what());
   }
   return out;
 }

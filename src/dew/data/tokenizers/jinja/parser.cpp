@@ -501,7 +501,12 @@ class Parser {
         if (peek().type == TokenType::Integer) {
           e->type = ExprType::Item;
           auto index = expr(ExprType::Literal);
-          index->value = Value(static_cast<std::int64_t>(std::stoll(next().text)));
+          std::string digits = next().text;
+          try {
+            index->value = Value(static_cast<std::int64_t>(std::stoll(digits)));
+          } catch (const std::exception&) {
+            error(str("index ", digits, " is out of range"));
+          }
           e->children.push_back(std::move(value));
           e->children.push_back(std::move(index));
         } else {
@@ -623,8 +628,14 @@ class Parser {
 std::shared_ptr<const Template> parse_template(std::string_view source, const std::string& name) {
   auto result = std::make_shared<Template>();
   result->name = name;
-  Parser parser(tokenize(source, name), name);
-  result->body = parser.parse_all();
+  try {
+    Parser parser(tokenize(source, name), name);
+    result->body = parser.parse_all();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(name, ": syntax error: cannot parse: ", e.what());
+  }
   return result;
 }
 
