@@ -1,17 +1,49 @@
 #include "dew/nn/attention.h"
 
+#include <cmath>
+#include <limits>
+
 namespace dew::nn {
 
+namespace {
+
+// softmax(cap * tanh(q k^T * scale / cap) + mask) v, with the keys and values repeated per query group.
+at::Tensor softcapped_attention(const at::Tensor& q, at::Tensor k, at::Tensor v, const at::Tensor& mask, bool is_causal,
+                                double scale, double cap) {
+  auto groups = q.size(1) / k.size(1);
+  if (groups > 1) {
+    k = k.repeat_interleave(groups, 1);
+    v = v.repeat_interleave(groups, 1);
+  }
+  auto scores = at::matmul(q, k.transpose(2, 3)) * scale;
+  scores = at::tanh(scores / cap) * cap;
+  at::Tensor allowed = mask;
+  if (!allowed.defined() && is_causal) {
+    auto S = q.size(2), L = k.size(2);
+    allowed = at::ones({S, L}, at::TensorOptions().dtype(at::kBool).device(q.device())).tril(L - S);
+  }
+  if (allowed.defined()) scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
+  auto probs = at::softmax(scores, -1, at::kFloat).to(q.scalar_type());
+  return at::matmul(probs, v);
+}
+
+}  // namespace
+
 AttentionImpl::AttentionImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype)
-    : num_heads(config.num_heads), num_kv_heads(config.resolved_kv_heads()), head_dim(config.resolved_head_dim()) {
+    : num_heads(config.num_heads),
+      num_kv_heads(config.resolved_kv_heads()),
+      head_dim(config.resolved_head_dim()),
+      scale(1.0 / std::sqrt(config.query_pre_attn_scalar > 0 ? config.query_pre_attn_scalar : double(config.resolved_head_dim()))),
+      logit_softcap(config.attn_logit_softcap),
+      custom_scale(config.query_pre_attn_scalar > 0) {
   auto e = config.emb_features;
   q_proj = register_module("q_proj", Linear(e, num_heads * head_dim, config.attention_bias, param_dtype));
   k_proj = register_module("k_proj", Linear(e, num_kv_heads * head_dim, config.attention_bias, param_dtype));
   v_proj = register_module("v_proj", Linear(e, num_kv_heads * head_dim, config.attention_bias, param_dtype));
-  o_proj = register_module("o_proj", Linear(num_heads * head_dim, e, false, param_dtype));
+  o_proj = register_module("o_proj", Linear(num_heads * head_dim, e, config.attention_output_bias, param_dtype));
   if (config.qk_norm) {
-    q_norm = register_module("q_norm", RMSNorm(head_dim, config.norm_eps, param_dtype));
-    k_norm = register_module("k_norm", RMSNorm(head_dim, config.norm_eps, param_dtype));
+    q_norm = register_module("q_norm", RMSNorm(head_dim, config.norm_eps, param_dtype, config.norm_weight_offset));
+    k_norm = register_module("k_norm", RMSNorm(head_dim, config.norm_eps, param_dtype, config.norm_weight_offset));
   }
 }
 
@@ -34,10 +66,18 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const AttentionCall& call
     k = cache.keys[call.layer].narrow(2, 0, start + S);
     v = cache.values[call.layer].narrow(2, 0, start + S);
   }
-  std::optional<at::Tensor> mask;
-  if (call.mask.defined()) mask = call.mask;
-  auto out = at::scaled_dot_product_attention(q, k, v, mask, 0.0, call.is_causal && !call.mask.defined(), std::nullopt,
-                                              /*enable_gqa=*/num_kv_heads != num_heads);
+  at::Tensor out;
+  if (logit_softcap > 0) {
+    out = softcapped_attention(q, k, v, call.mask, call.is_causal, scale, logit_softcap);
+  } else {
+    std::optional<at::Tensor> mask;
+    if (call.mask.defined()) mask = call.mask;
+    // No explicit scale unless the config sets one, so the default path stays the kernel's own 1/sqrt(head_dim).
+    std::optional<double> sdpa_scale;
+    if (custom_scale) sdpa_scale = scale;
+    out = at::scaled_dot_product_attention(q, k, v, mask, 0.0, call.is_causal && !call.mask.defined(), sdpa_scale,
+                                           /*enable_gqa=*/num_kv_heads != num_heads);
+  }
   return o_proj->forward(out.transpose(1, 2).reshape({B, S, num_heads * head_dim}));
 }
 

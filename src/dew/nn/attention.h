@@ -1,6 +1,8 @@
 #pragma once
 // Grouped-query self-attention with rotary positions and optional per-head q/k RMSNorm (Qwen3), through
 // ATen's scaled_dot_product_attention, which picks flash or memory-efficient kernels where they apply.
+// Soft-capped scores (Gemma 2) have no fused kernel: that path computes the scores explicitly, as
+// transformers' eager attention does (softmax in fp32).
 #include "dew/nn/kv_cache.h"
 #include "dew/nn/layers.h"
 #include "dew/nn/rotary.h"
@@ -21,6 +23,8 @@ class AttentionImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x, const AttentionCall& call);
 
   std::int64_t num_heads, num_kv_heads, head_dim;
+  double scale, logit_softcap;  // scale: query_pre_attn_scalar^-0.5, else head_dim^-0.5
+  bool custom_scale;
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
 };

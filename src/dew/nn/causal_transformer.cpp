@@ -15,15 +15,28 @@ EmbeddingImpl::EmbeddingImpl(std::int64_t vocab, std::int64_t features, c10::Sca
   weight = register_parameter("weight", at::empty({vocab, features}, at::TensorOptions().dtype(param_dtype)));
 }
 
+namespace {
+RMSNorm make_norm(const CausalTransformerConfig& config, c10::ScalarType param_dtype) {
+  return RMSNorm(config.emb_features, config.norm_eps, param_dtype, config.norm_weight_offset);
+}
+}  // namespace
+
 DecoderBlockImpl::DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) {
-  input_layernorm = register_module("input_layernorm", RMSNorm(config.emb_features, config.norm_eps, param_dtype));
+  input_layernorm = register_module("input_layernorm", make_norm(config, param_dtype));
   self_attn = register_module("self_attn", Attention(config, param_dtype));
-  post_attention_layernorm =
-      register_module("post_attention_layernorm", RMSNorm(config.emb_features, config.norm_eps, param_dtype));
+  post_attention_layernorm = register_module("post_attention_layernorm", make_norm(config, param_dtype));
+  if (config.sandwich_norms) {
+    pre_feedforward_layernorm = register_module("pre_feedforward_layernorm", make_norm(config, param_dtype));
+    post_feedforward_layernorm = register_module("post_feedforward_layernorm", make_norm(config, param_dtype));
+  }
   mlp = register_module("mlp", Mlp(config, param_dtype));
 }
 
 at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const AttentionCall& call) {
+  if (pre_feedforward_layernorm) {  // Gemma 2/3: each sublayer's output is normed before its residual add
+    auto h = x + post_attention_layernorm->forward(self_attn->forward(input_layernorm->forward(x), call));
+    return h + post_feedforward_layernorm->forward(mlp->forward(pre_feedforward_layernorm->forward(h)));
+  }
   auto h = x + self_attn->forward(input_layernorm->forward(x), call);
   return h + mlp->forward(post_attention_layernorm->forward(h));
 }
@@ -32,7 +45,7 @@ DecoderStackImpl::DecoderStackImpl(const CausalTransformerConfig& config, c10::S
   embed_tokens = register_module("embed_tokens", Embedding(config.vocab_size, config.emb_features, param_dtype));
   layers = register_module("layers", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderBlock(config, param_dtype));
-  norm = register_module("norm", RMSNorm(config.emb_features, config.norm_eps, param_dtype));
+  norm = register_module("norm", make_norm(config, param_dtype));
 }
 
 CausalTransformerImpl::CausalTransformerImpl(CausalTransformerConfig config) : config_(std::move(config)) {
@@ -63,7 +76,7 @@ void CausalTransformerImpl::init_parameters(std::uint64_t seed) {
       return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
     };
     if (ends_with("norm.weight")) {
-      p.fill_(1.0);
+      p.fill_(1.0 - config_.norm_weight_offset);  // the identity scale
     } else if (ends_with(".bias")) {
       p.zero_();
     } else {
@@ -97,7 +110,18 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
 
   auto x = at::embedding(model->embed_tokens->weight.to(compute_dtype_), in.ids);
   if (config_.embedding_scale != 1.0) x = x * config_.embedding_scale;
-  auto angles = rotary_angles(positions, config_.resolved_head_dim(), config_.rope_theta, compute_dtype_);
+  // One set of rotary angles per distinct base: the model's (with its scaling), and any kind's own.
+  std::map<double, RotaryAngles> angles_by_theta;
+  auto angles_for = [&](std::int64_t layer) -> const RotaryAngles* {
+    double theta = config_.kind_rope_theta_of_layer(layer);
+    auto it = angles_by_theta.find(theta);
+    if (it == angles_by_theta.end()) {
+      auto inv_freq = theta > 0 ? rotary_inv_freq(config_.resolved_head_dim(), theta, RopeScaling{}, device)
+                                : rotary_inv_freq(config_.resolved_head_dim(), config_.rope_theta, config_.rope_scaling, device);
+      it = angles_by_theta.emplace(theta, rotary_angles(positions, inv_freq, compute_dtype_)).first;
+    }
+    return &it->second;
+  };
 
   // One mask per distinct window, shared by the layers of that kind; none at all on the plain causal path.
   bool plain = !in.cache && !in.segment_ids.defined() && config_.causal;
@@ -116,7 +140,7 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
   std::map<std::int64_t, at::Tensor> masks;
   for (std::int64_t i = 0; i < config_.num_layers; ++i) {
     auto window = config_.window_of_layer(i);
-    AttentionCall call{&angles, {}, false, in.cache, i};
+    AttentionCall call{angles_for(i), {}, false, in.cache, i};
     if (plain && window == 0) {
       call.is_causal = true;
     } else {

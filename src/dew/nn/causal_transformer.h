@@ -3,6 +3,8 @@
 // gated MLP), parameters named as Hugging Face Llama/Qwen3 name them:
 //   model.embed_tokens.weight, model.layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj, self_attn.{q,k}_norm,
 //   post_attention_layernorm, mlp.{gate,up,down}_proj}.weight, model.norm.weight, lm_head.weight (untied only).
+// With sandwich_norms (Gemma 2/3) a block also has pre_feedforward_layernorm and post_feedforward_layernorm,
+// and post_attention_layernorm normalises the attention output before the residual add, as Gemma names them.
 #include <cstdint>
 
 #include "dew/nn/attention.h"
@@ -29,6 +31,7 @@ class DecoderBlockImpl : public torch::nn::Module {
   DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype);
   at::Tensor forward(const at::Tensor& x, const AttentionCall& call);
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  RMSNorm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  // sandwich_norms only
   Attention self_attn{nullptr};
   Mlp mlp{nullptr};
 };

@@ -11,6 +11,12 @@ std::int64_t CausalTransformerConfig::window_of_layer(std::int64_t layer) const 
   return it == kinds.end() ? 0 : it->second.window;
 }
 
+double CausalTransformerConfig::kind_rope_theta_of_layer(std::int64_t layer) const {
+  if (layer_types.empty()) return 0.0;
+  auto it = kinds.find(layer_types.at(static_cast<std::size_t>(layer)));
+  return it == kinds.end() ? 0.0 : it->second.rope_theta;
+}
+
 void CausalTransformerConfig::validate() const {
   auto positive = [](std::int64_t value, const char* field) {
     if (value <= 0) dew::fail("model.", field, " must be positive, got ", value);
@@ -43,6 +49,7 @@ void CausalTransformerConfig::validate() const {
   }
   for (const auto& [name, kind] : kinds) {
     if (kind.window < 0) dew::fail("model.kinds.", name, ".window must be >= 0, got ", kind.window);
+    if (kind.rope_theta < 0) dew::fail("model.kinds.", name, ".rope_theta must be >= 0, got ", kind.rope_theta);
   }
   for (const auto* field : {&dtype, &param_dtype}) {
     if (*field != "float32" && *field != "bfloat16" && *field != "float16") {
@@ -50,6 +57,20 @@ void CausalTransformerConfig::validate() const {
     }
   }
   if (rope_theta <= 0) dew::fail("model.rope_theta must be positive, got ", rope_theta);
+  if (rope_scaling.type != "none" && rope_scaling.type != "linear" && rope_scaling.type != "llama3") {
+    dew::fail("model.rope_scaling.type is '", rope_scaling.type, "'; use none, linear or llama3");
+  }
+  if (rope_scaling.type != "none" && rope_scaling.factor <= 0) {
+    dew::fail("model.rope_scaling.factor must be positive, got ", rope_scaling.factor);
+  }
+  if (rope_scaling.type == "llama3" && (rope_scaling.high_freq_factor <= rope_scaling.low_freq_factor ||
+                                        rope_scaling.low_freq_factor <= 0 || rope_scaling.original_max_position_embeddings <= 0)) {
+    dew::fail("model.rope_scaling for llama3 needs 0 < low_freq_factor < high_freq_factor and a positive "
+              "original_max_position_embeddings; got low_freq_factor ", rope_scaling.low_freq_factor, ", high_freq_factor ",
+              rope_scaling.high_freq_factor, ", original_max_position_embeddings ", rope_scaling.original_max_position_embeddings);
+  }
+  if (attn_logit_softcap < 0) dew::fail("model.attn_logit_softcap must be >= 0, got ", attn_logit_softcap);
+  if (query_pre_attn_scalar < 0) dew::fail("model.query_pre_attn_scalar must be >= 0, got ", query_pre_attn_scalar);
   if (final_logit_softcap < 0) dew::fail("model.final_logit_softcap must be >= 0, got ", final_logit_softcap);
 }
 

@@ -10,11 +10,36 @@ namespace dew::nn {
 
 // What a kind of layer does. window = 0 attends to every earlier key; window = W attends to W keys,
 // its own included (the spec's LayerKind(window=8)).
+// rope_theta > 0 gives the kind its own rotary base with plain (unscaled) frequencies: Gemma 3's local
+// layers use 10k while its global layers use 1M with the model's rope_scaling.
 struct LayerKind {
   std::int64_t window = 0;
+  double rope_theta = 0.0;
   template <class V>
   void fields(V& v) {
     v("window", window, "keys each query attends to, its own included; 0 = all");
+    v("rope_theta", rope_theta, "rotary base of this kind's layers, unscaled; 0 = the model's rope_theta and rope_scaling");
+  }
+};
+
+// How the rotary frequencies are stretched for contexts longer than training (Hugging Face's rope_scaling):
+//   none    1 / theta^(2i/d)
+//   linear  those divided by factor (positions interpolated)
+//   llama3  Llama 3.1's: low frequencies divided by factor, high ones kept, a smooth blend between,
+//           the bands set by low_freq_factor, high_freq_factor and original_max_position_embeddings.
+struct RopeScaling {
+  std::string type = "none";
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  std::int64_t original_max_position_embeddings = 8192;
+  template <class V>
+  void fields(V& v) {
+    v("type", type, "none, linear or llama3");
+    v("factor", factor, "frequency divisor (linear, llama3)");
+    v("low_freq_factor", low_freq_factor, "llama3: wavelengths above original_max_position_embeddings / this are divided by factor");
+    v("high_freq_factor", high_freq_factor, "llama3: wavelengths below original_max_position_embeddings / this are kept");
+    v("original_max_position_embeddings", original_max_position_embeddings, "llama3: the context length trained before scaling");
   }
 };
 
@@ -29,11 +54,18 @@ struct CausalTransformerConfig {
   std::int64_t mlp_features = 0;  // 0 = 4 * emb_features
   std::int64_t max_seq_len = 256;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
   std::vector<std::string> layer_types;         // empty = every layer "full_attention"
   std::map<std::string, LayerKind> kinds;       // what each non-full kind does
   double norm_eps = 1e-6;
   bool qk_norm = true;
   bool attention_bias = false;
+  bool attention_output_bias = false;  // Llama/Gemma with attention_bias have it; Qwen2 has q/k/v biases only
+  bool mlp_bias = false;
+  double norm_weight_offset = 0.0;  // RMSNorm scales by (offset + weight); Gemma stores weight - 1 and uses 1
+  bool sandwich_norms = false;       // Gemma 2/3: norms after attention and MLP as well as before
+  double attn_logit_softcap = 0.0;  // 0 = off; else attention scores = cap * tanh(scores / cap) (Gemma 2)
+  double query_pre_attn_scalar = 0.0;  // attention scale is this^-0.5; 0 = head_dim (Gemma 2/3 set it)
   bool tie_embeddings = true;
   double embedding_scale = 1.0;  // multiplies the embeddings (Gemma uses sqrt(emb_features))
   double final_logit_softcap = 0.0;  // 0 = off; else logits = cap * tanh(logits / cap)
@@ -53,11 +85,19 @@ struct CausalTransformerConfig {
     v("mlp_features", mlp_features, "hidden width of the MLP; 0 = 4 * emb_features");
     v("max_seq_len", max_seq_len, "longest sequence (positions) the model accepts");
     v("rope_theta", rope_theta, "rotary position base");
+    v("rope_scaling", rope_scaling, "rotary frequency scaling for long contexts: {\"type\": \"llama3\", \"factor\": 8, ...}");
     v("layer_types", layer_types, "kind of each layer, e.g. [\"sliding_attention\", \"full_attention\"]; empty = all full");
     v("kinds", kinds, "what each layer kind does: {\"sliding_attention\": {\"window\": 8}}");
     v("norm_eps", norm_eps, "RMSNorm epsilon");
     v("qk_norm", qk_norm, "RMSNorm on each head's queries and keys (Qwen3, Gemma 3)");
     v("attention_bias", attention_bias, "biases on the q/k/v projections");
+    v("attention_output_bias", attention_output_bias, "a bias on the attention output projection (o_proj)");
+    v("mlp_bias", mlp_bias, "biases on the MLP projections");
+    v("norm_weight_offset", norm_weight_offset, "RMSNorm multiplies by (offset + weight); Gemma uses 1 (weights stored minus one)");
+    v("sandwich_norms", sandwich_norms,
+      "Gemma 2/3 blocks: post_attention_layernorm on the attention output, pre_/post_feedforward_layernorm around the MLP");
+    v("attn_logit_softcap", attn_logit_softcap, "0 = off; else attention scores become cap * tanh(scores / cap)");
+    v("query_pre_attn_scalar", query_pre_attn_scalar, "attention scores are scaled by this^-0.5; 0 = head_dim");
     v("tie_embeddings", tie_embeddings, "the output projection reuses the embedding matrix");
     v("embedding_scale", embedding_scale, "multiplier on the token embeddings");
     v("final_logit_softcap", final_logit_softcap, "0 = off; else cap * tanh(logits / cap)");
@@ -71,6 +111,8 @@ struct CausalTransformerConfig {
   std::int64_t resolved_mlp_features() const { return mlp_features > 0 ? mlp_features : 4 * emb_features; }
   // The window of layer i (0 = full attention).
   std::int64_t window_of_layer(std::int64_t layer) const;
+  // The rotary base layer i uses with its own kind's base (unscaled), or 0 for the model's rope_theta and rope_scaling.
+  double kind_rope_theta_of_layer(std::int64_t layer) const;
   // Refuses inconsistent settings by field name (heads not dividing, unknown kinds, bad dtype, ...).
   void validate() const;
 };

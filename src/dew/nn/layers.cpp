@@ -13,21 +13,25 @@ LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias, c10::S
   if (with_bias) bias = register_parameter("bias", at::zeros({out}, at::TensorOptions().dtype(param_dtype)));
 }
 
-RMSNormImpl::RMSNormImpl(std::int64_t features, double eps_, c10::ScalarType param_dtype) : eps(eps_) {
-  weight = register_parameter("weight", at::ones({features}, at::TensorOptions().dtype(param_dtype)));
+RMSNormImpl::RMSNormImpl(std::int64_t features, double eps_, c10::ScalarType param_dtype, double weight_offset_)
+    : eps(eps_), weight_offset(weight_offset_) {
+  // Initialised to the identity: (offset + weight) = 1.
+  weight = register_parameter("weight", at::full({features}, 1.0 - weight_offset, at::TensorOptions().dtype(param_dtype)));
 }
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) const {
   auto x32 = x.to(at::kFloat);
   auto normed = x32 * at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  if (weight_offset != 0.0) return (normed * (weight.to(at::kFloat) + weight_offset)).to(x.scalar_type());
   return weight.to(x.scalar_type()) * normed.to(x.scalar_type());
 }
 
 MlpImpl::MlpImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) : kind(config.mlp) {
   auto d = config.emb_features, h = config.resolved_mlp_features();
-  if (kind != "gelu") gate_proj = register_module("gate_proj", Linear(d, h, false, param_dtype));
-  up_proj = register_module("up_proj", Linear(d, h, false, param_dtype));
-  down_proj = register_module("down_proj", Linear(h, d, false, param_dtype));
+  bool bias = config.mlp_bias;
+  if (kind != "gelu") gate_proj = register_module("gate_proj", Linear(d, h, bias, param_dtype));
+  up_proj = register_module("up_proj", Linear(d, h, bias, param_dtype));
+  down_proj = register_module("down_proj", Linear(h, d, bias, param_dtype));
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& x) const {

@@ -25,13 +25,14 @@ class LinearImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Linear);
 
-// RMSNorm computed in fp32 (as transformers does), result cast back to the input dtype.
+// RMSNorm computed in fp32 (as transformers does), result cast back to the input dtype. With a weight
+// offset (Gemma's 1) it scales by (offset + weight) and casts after scaling, as Gemma's RMSNorm does.
 class RMSNormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(std::int64_t features, double eps, c10::ScalarType param_dtype);
+  RMSNormImpl(std::int64_t features, double eps, c10::ScalarType param_dtype, double weight_offset = 0.0);
   at::Tensor forward(const at::Tensor& x) const;
   at::Tensor weight;
-  double eps;
+  double eps, weight_offset;
 };
 TORCH_MODULE(RMSNorm);
 

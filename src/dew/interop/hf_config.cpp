@@ -1,0 +1,476 @@
+#include "dew/interop/hf_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "dew/core/error.h"
+
+namespace dew::interop {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using nn::CausalTransformerConfig;
+
+// What each family's transformers modeling code does with the fields dew translates.
+enum class AttentionBias { FromConfig, QkvOnly, None };  // attention_bias -> q/k/v/o; Qwen2: q/k/v always; Mistral: none
+enum class Sliding {
+  None,                  // llama, gemma: no sliding window at all
+  AllLayers,             // mistral: sliding_window, when set, on every layer
+  AfterMaxWindowLayers,  // qwen2/qwen3: use_sliding_window; layers >= max_window_layers (or layer_types) slide
+  LayerTypes,            // gemma2/gemma3: layer_types, else every pattern-th layer full, the others sliding
+};
+
+struct Family {
+  std::string model_type, architecture;
+  bool default_tied;
+  std::string activation_field;
+  AttentionBias bias;
+  bool mlp_bias;  // reads mlp_bias (llama)
+  Sliding sliding;
+  int sliding_pattern;  // LayerTypes: layer i is full when (i + 1) % pattern == 0
+  bool qk_norm;
+  bool gemma;     // RMSNorm scales by (1 + weight); embeddings scaled by sqrt(hidden_size)
+  bool sandwich;  // post_attention / pre_feedforward / post_feedforward norms
+  bool softcaps;  // attn_logit_softcapping, final_logit_softcapping, query_pre_attn_scalar
+  bool local_rope;  // per-layer-type rope (rope_local_base_freq)
+};
+
+const std::vector<Family>& families() {
+  static const std::vector<Family> all = {
+      {"llama", "LlamaForCausalLM", false, "hidden_act", AttentionBias::FromConfig, true, Sliding::None, 0, false, false, false, false, false},
+      {"mistral", "MistralForCausalLM", false, "hidden_act", AttentionBias::None, false, Sliding::AllLayers, 0, false, false, false, false, false},
+      {"qwen2", "Qwen2ForCausalLM", false, "hidden_act", AttentionBias::QkvOnly, false, Sliding::AfterMaxWindowLayers, 0, false, false, false, false, false},
+      {"qwen3", "Qwen3ForCausalLM", false, "hidden_act", AttentionBias::FromConfig, false, Sliding::AfterMaxWindowLayers, 0, true, false, false, false, false},
+      {"gemma", "GemmaForCausalLM", true, "hidden_act", AttentionBias::FromConfig, false, Sliding::None, 0, false, true, false, false, false},
+      {"gemma2", "Gemma2ForCausalLM", true, "hidden_activation", AttentionBias::FromConfig, false, Sliding::LayerTypes, 2, false, true, true, true, false},
+      {"gemma3_text", "Gemma3ForCausalLM", true, "hidden_activation", AttentionBias::FromConfig, false, Sliding::LayerTypes, 6, true, true, true, true, true},
+  };
+  return all;
+}
+
+const Family& family_named(const std::string& model_type, const std::string& source) {
+  for (const auto& f : families()) {
+    if (f.model_type == model_type) return f;
+  }
+  std::string known;
+  for (const auto& f : families()) known += (known.empty() ? "" : ", ") + f.model_type;
+  dew::fail(source, ": model_type '", model_type, "' is not a decoder family dew computes; it reads ", known);
+}
+
+// Typed reads of config.json fields: a missing or null field is `fallback` (nullopt = required).
+class Reader {
+ public:
+  Reader(const Json& j, std::string source) : j_(j), source_(std::move(source)) {}
+
+  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  const Json* get(const std::string& key) const { return has(key) ? &j_.at(key) : nullptr; }
+
+  std::int64_t integer(const std::string& key, std::optional<std::int64_t> fallback = std::nullopt) const {
+    const Json* v = get(key);
+    if (!v) return required(key, fallback);
+    if (!v->is_number_integer()) dew::fail(source_, ": field '", key, "' is ", v->dump(), "; expected an integer");
+    return v->get<std::int64_t>();
+  }
+  double number(const std::string& key, std::optional<double> fallback = std::nullopt) const {
+    const Json* v = get(key);
+    if (!v) return required(key, fallback);
+    if (!v->is_number()) dew::fail(source_, ": field '", key, "' is ", v->dump(), "; expected a number");
+    return v->get<double>();
+  }
+  bool boolean(const std::string& key, bool fallback) const {
+    const Json* v = get(key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) dew::fail(source_, ": field '", key, "' is ", v->dump(), "; expected true or false");
+    return v->get<bool>();
+  }
+  std::string string(const std::string& key, const std::string& fallback) const {
+    const Json* v = get(key);
+    if (!v) return fallback;
+    if (!v->is_string()) dew::fail(source_, ": field '", key, "' is ", v->dump(), "; expected a string");
+    return v->get<std::string>();
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  template <class T>
+  T required(const std::string& key, std::optional<T> fallback) const {
+    if (!fallback) dew::fail(source_, ": config.json lacks the required field '", key, "'");
+    return *fallback;
+  }
+  const Json& j_;
+  std::string source_;
+};
+
+// A rope_scaling / rope_parameters object -> dew's RopeScaling; `field` names it in errors.
+nn::RopeScaling read_rope_scaling(const Json& params, const std::string& field, const std::string& source) {
+  nn::RopeScaling scaling;
+  if (params.is_null()) return scaling;
+  if (!params.is_object()) dew::fail(source, ": ", field, " is ", params.dump(), "; expected an object");
+  Reader r(params, source);
+  std::string type = r.has("rope_type") ? r.string("rope_type", "default") : r.string("type", "default");
+  double partial = r.number("partial_rotary_factor", 1.0);
+  if (partial != 1.0) {
+    dew::fail(source, ": ", field, ".partial_rotary_factor is ", partial, "; dew rotates every feature of a head (1.0 only)");
+  }
+  if (r.has("attention_factor") && r.number("attention_factor") != 1.0) {
+    dew::fail(source, ": ", field, ".attention_factor is ", r.number("attention_factor"), "; dew computes 1.0 only");
+  }
+  if (type == "default") return scaling;
+  if (type == "linear") {
+    scaling.type = "linear";
+    scaling.factor = r.number("factor");
+    return scaling;
+  }
+  if (type == "llama3") {
+    scaling.type = "llama3";
+    scaling.factor = r.number("factor");
+    scaling.low_freq_factor = r.number("low_freq_factor");
+    scaling.high_freq_factor = r.number("high_freq_factor");
+    scaling.original_max_position_embeddings = r.integer("original_max_position_embeddings");
+    return scaling;
+  }
+  dew::fail(source, ": ", field, ".rope_type is '", type,
+            "'; dew computes default, linear and llama3 rotary scaling (dynamic, yarn, longrope, ... are not supported)");
+}
+
+// rope_theta and rope_scaling of one layer type, from either spelling.
+struct Rope {
+  double theta;
+  nn::RopeScaling scaling;
+};
+
+Rope read_rope(const Reader& r, const Json& config, const std::string& layer_type, double default_theta,
+               const std::string& legacy_theta_field) {
+  const Json* params = r.get("rope_parameters");
+  if (params && params->is_object() && params->contains(layer_type) && (*params)[layer_type].is_object()) {
+    const auto& p = (*params)[layer_type];
+    return {Reader(p, r.source()).number("rope_theta", default_theta),
+            read_rope_scaling(p, "rope_parameters." + layer_type, r.source())};
+  }
+  if (params && params->is_object() && params->contains("rope_theta")) {
+    return {Reader(*params, r.source()).number("rope_theta", default_theta),
+            read_rope_scaling(*params, "rope_parameters", r.source())};
+  }
+  Rope rope{r.number(legacy_theta_field, default_theta), {}};
+  if (legacy_theta_field == "rope_theta") {
+    if (const Json* scaling = r.get("rope_scaling")) rope.scaling = read_rope_scaling(*scaling, "rope_scaling", r.source());
+    if (r.number("partial_rotary_factor", 1.0) != 1.0) {
+      dew::fail(r.source(), ": partial_rotary_factor is ", r.number("partial_rotary_factor"),
+                "; dew rotates every feature of a head (1.0 only)");
+    }
+  }
+  return rope;
+}
+
+std::string activation_to_mlp(const std::string& act, const std::string& field, const std::string& source) {
+  if (act == "silu" || act == "swish") return "swiglu";
+  if (act == "gelu_pytorch_tanh" || act == "gelu_new") return "geglu";
+  dew::fail(source, ": ", field, " is '", act, "'; dew's gated MLP computes silu or gelu_pytorch_tanh (gelu_new)");
+}
+
+std::vector<std::string> read_layer_types(const Reader& r, std::int64_t layers) {
+  const Json* types = r.get("layer_types");
+  if (!types) return {};
+  if (!types->is_array() || static_cast<std::int64_t>(types->size()) != layers) {
+    dew::fail(r.source(), ": layer_types must list one type per layer (", layers, "), got ", types->dump());
+  }
+  std::vector<std::string> out;
+  for (const auto& t : *types) {
+    if (!t.is_string() || (t != "full_attention" && t != "sliding_attention")) {
+      dew::fail(r.source(), ": layer_types has ", t.dump(), "; dew computes full_attention and sliding_attention layers");
+    }
+    out.push_back(t.get<std::string>());
+  }
+  return out;
+}
+
+void set_sliding(CausalTransformerConfig& c, std::vector<std::string> types, std::int64_t window, double kind_theta) {
+  bool any = std::find(types.begin(), types.end(), "sliding_attention") != types.end();
+  if (!any || window <= 0) {
+    if (kind_theta <= 0) return;  // every layer full: dew's default
+  }
+  c.layer_types = std::move(types);
+  c.kinds["sliding_attention"] = nn::LayerKind{window > 0 ? window : 0, kind_theta};
+}
+
+}  // namespace
+
+const std::vector<std::string>& hf_model_types() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& f : families()) out.push_back(f.model_type);
+    return out;
+  }();
+  return names;
+}
+
+CausalTransformerConfig config_from_hf(const Json& config, const std::string& source) {
+  if (!config.is_object()) dew::fail(source, ": config.json is not a JSON object");
+  Reader r(config, source);
+  if (!r.has("model_type")) dew::fail(source, ": config.json has no model_type; dew reads ", hf_model_types().size(), " decoder families");
+  const Family& f = family_named(r.string("model_type", ""), source);
+
+  // Fields that change the computation in ways no family here has.
+  if (r.has("quantization_config")) {
+    dew::fail(source, ": quantization_config is set (", config["quantization_config"].value("quant_method", "?"),
+              "); dew loads unquantized safetensors weights only");
+  }
+  if (r.number("attention_dropout", 0.0) != 0.0) {
+    dew::fail(source, ": attention_dropout is ", r.number("attention_dropout"),
+              "; dew trains without attention dropout, so fine-tuning would differ (set it to 0.0 to load anyway)");
+  }
+  if (r.boolean("use_bidirectional_attention", false)) {
+    dew::fail(source, ": use_bidirectional_attention is true; dew reads the causal decoders of these families only");
+  }
+
+  CausalTransformerConfig c;
+  c.vocab_size = r.integer("vocab_size");
+  c.emb_features = r.integer("hidden_size");
+  c.num_layers = r.integer("num_hidden_layers");
+  c.num_heads = r.integer("num_attention_heads");
+  c.num_kv_heads = r.integer("num_key_value_heads", c.num_heads);
+  c.head_dim = r.integer("head_dim", 0);
+  if (c.num_heads <= 0) dew::fail(source, ": num_attention_heads must be positive, got ", c.num_heads);
+  if (c.head_dim == 0) c.head_dim = c.emb_features / c.num_heads;
+  c.mlp_features = r.integer("intermediate_size");
+  c.max_seq_len = r.integer("max_position_embeddings");
+  c.norm_eps = r.number("rms_norm_eps", 1e-6);
+  c.tie_embeddings = r.boolean("tie_word_embeddings", f.default_tied);
+  c.qk_norm = f.qk_norm;
+  c.causal = true;
+  c.dtype = c.param_dtype = "float32";
+
+  std::string default_act = f.gemma ? "gelu_pytorch_tanh" : "silu";
+  std::string act = r.string(f.activation_field, default_act);
+  if (f.model_type == "gemma" && act == "gelu") act = "gelu_pytorch_tanh";  // transformers' own legacy rewrite
+  c.mlp = activation_to_mlp(act, f.activation_field, source);
+
+  switch (f.bias) {
+    case AttentionBias::FromConfig: c.attention_bias = c.attention_output_bias = r.boolean("attention_bias", false); break;
+    case AttentionBias::QkvOnly: c.attention_bias = true; break;
+    case AttentionBias::None: break;
+  }
+  if (f.mlp_bias) c.mlp_bias = r.boolean("mlp_bias", false);
+
+  if (f.gemma) {
+    c.norm_weight_offset = 1.0;
+    c.embedding_scale = std::sqrt(static_cast<double>(c.emb_features));
+  }
+  c.sandwich_norms = f.sandwich;
+  if (f.softcaps) {
+    c.attn_logit_softcap = r.number("attn_logit_softcapping", f.model_type == "gemma2" ? 50.0 : 0.0);
+    c.final_logit_softcap = r.number("final_logit_softcapping", f.model_type == "gemma2" ? 30.0 : 0.0);
+    c.query_pre_attn_scalar = r.number("query_pre_attn_scalar", 256.0);
+  }
+
+  // Rotary positions and which layers slide.
+  double kind_theta = 0.0;
+  if (f.local_rope) {
+    auto global = read_rope(r, config, "full_attention", 1'000'000.0, "rope_theta");
+    auto local = read_rope(r, config, "sliding_attention", 10'000.0, "rope_local_base_freq");
+    if (local.scaling.type != "none") {
+      dew::fail(source, ": rope_parameters.sliding_attention.rope_type is '", local.scaling.type,
+                "'; dew scales only the full-attention layers' rotary frequencies");
+    }
+    c.rope_theta = global.theta;
+    c.rope_scaling = global.scaling;
+    kind_theta = local.theta;
+  } else {
+    auto rope = read_rope(r, config, "full_attention", 10'000.0, "rope_theta");
+    c.rope_theta = rope.theta;
+    c.rope_scaling = rope.scaling;
+  }
+
+  switch (f.sliding) {
+    case Sliding::None: break;
+    case Sliding::AllLayers: {
+      auto window = r.integer("sliding_window", 0);
+      if (window > 0) set_sliding(c, std::vector<std::string>(c.num_layers, "sliding_attention"), window, 0.0);
+      break;
+    }
+    case Sliding::AfterMaxWindowLayers: {
+      if (!r.boolean("use_sliding_window", false)) break;  // transformers then ignores sliding_window
+      auto window = r.integer("sliding_window", 4096);
+      auto types = read_layer_types(r, c.num_layers);
+      if (types.empty()) {
+        auto first = r.integer("max_window_layers", 28);
+        for (std::int64_t i = 0; i < c.num_layers; ++i) types.push_back(i >= first ? "sliding_attention" : "full_attention");
+      }
+      set_sliding(c, types, window, 0.0);
+      break;
+    }
+    case Sliding::LayerTypes: {
+      auto window = r.integer("sliding_window", 4096);
+      auto types = read_layer_types(r, c.num_layers);
+      if (types.empty()) {
+        auto pattern = r.integer("sliding_window_pattern", f.sliding_pattern);
+        for (std::int64_t i = 0; i < c.num_layers; ++i) {
+          types.push_back((i + 1) % pattern != 0 ? "sliding_attention" : "full_attention");
+        }
+      }
+      set_sliding(c, types, window, kind_theta);
+      break;
+    }
+  }
+  try {
+    c.validate();
+  } catch (const dew::Error& e) {
+    dew::fail(source, ": the translated config is invalid: ", e.what());
+  }
+  return c;
+}
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& model_type, const std::string& field, const std::string& why) {
+  dew::fail("cannot export as ", model_type, ": model.", field, " ", why);
+}
+
+}  // namespace
+
+Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_type) {
+  c.validate();
+  const Family& f = family_named(model_type, "export");
+  const auto& mt = model_type;
+  auto head_dim = c.resolved_head_dim();
+
+  if (!c.causal) refuse(mt, "causal", "is false; these families are causal decoders");
+  if (c.mlp == "gelu") refuse(mt, "mlp", "is gelu (ungated); the family's MLP is gated (swiglu or geglu)");
+  if (c.qk_norm != f.qk_norm) refuse(mt, "qk_norm", std::string("is ") + (c.qk_norm ? "true" : "false") + "; " + mt + (f.qk_norm ? " has" : " has no") + " q/k norms");
+  if (c.norm_weight_offset != (f.gemma ? 1.0 : 0.0)) {
+    refuse(mt, "norm_weight_offset", dew::str("is ", c.norm_weight_offset, "; ", mt, " uses ", f.gemma ? 1 : 0));
+  }
+  double want_scale = f.gemma ? std::sqrt(static_cast<double>(c.emb_features)) : 1.0;
+  if (std::abs(c.embedding_scale - want_scale) > 1e-6 * want_scale) {
+    refuse(mt, "embedding_scale", dew::str("is ", c.embedding_scale, "; ", mt, " scales embeddings by ", want_scale));
+  }
+  if (c.sandwich_norms != f.sandwich) refuse(mt, "sandwich_norms", std::string("does not match ") + mt + "'s block");
+  if (!f.softcaps) {
+    if (c.attn_logit_softcap > 0) refuse(mt, "attn_logit_softcap", dew::str("is ", c.attn_logit_softcap, "; ", mt, " has none"));
+    if (c.final_logit_softcap > 0) refuse(mt, "final_logit_softcap", dew::str("is ", c.final_logit_softcap, "; ", mt, " has none"));
+    if (c.query_pre_attn_scalar > 0 && c.query_pre_attn_scalar != static_cast<double>(head_dim)) {
+      refuse(mt, "query_pre_attn_scalar", dew::str("is ", c.query_pre_attn_scalar, "; ", mt, " scales by head_dim^-0.5"));
+    }
+  }
+  switch (f.bias) {
+    case AttentionBias::FromConfig:
+      if (c.attention_bias != c.attention_output_bias) {
+        refuse(mt, "attention_output_bias", "differs from model.attention_bias; " + mt + " has biases on all four projections or none");
+      }
+      break;
+    case AttentionBias::QkvOnly:
+      if (!c.attention_bias || c.attention_output_bias) {
+        refuse(mt, "attention_bias", "must be true and model.attention_output_bias false: qwen2 has q/k/v biases only");
+      }
+      break;
+    case AttentionBias::None:
+      if (c.attention_bias || c.attention_output_bias) refuse(mt, "attention_bias", "is set; mistral has no attention biases");
+      break;
+  }
+  if (c.mlp_bias && !f.mlp_bias) refuse(mt, "mlp_bias", "is true; only llama has MLP biases");
+
+  // Per-layer windows and rotary bases.
+  std::vector<std::int64_t> windows;
+  std::int64_t window = 0;
+  double local_theta = 0.0;
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    auto w = c.window_of_layer(i);
+    auto theta = c.kind_rope_theta_of_layer(i);
+    windows.push_back(w);
+    if (w > 0) {
+      if (window > 0 && w != window) refuse(mt, "kinds", dew::str("have windows ", window, " and ", w, "; the family has one sliding_window"));
+      window = w;
+      if (local_theta > 0 && theta != local_theta) refuse(mt, "kinds", "have several rotary bases; the family has one per layer type");
+      if (theta > 0) local_theta = theta;
+    } else if (theta > 0) {
+      refuse(mt, "kinds", "give a full-attention layer its own rope_theta; only sliding layers have a local base");
+    }
+  }
+  if (local_theta > 0 && !f.local_rope) refuse(mt, "kinds.*.rope_theta", dew::str("is ", local_theta, "; ", mt, " has one rotary base"));
+  if (f.local_rope && c.rope_scaling.type == "llama3") refuse(mt, "rope_scaling.type", "is llama3; gemma3 scales linearly");
+
+  Json out;
+  out["architectures"] = Json::array({f.architecture});
+  out["model_type"] = mt;
+  out["vocab_size"] = c.vocab_size;
+  out["hidden_size"] = c.emb_features;
+  out["intermediate_size"] = c.resolved_mlp_features();
+  out["num_hidden_layers"] = c.num_layers;
+  out["num_attention_heads"] = c.num_heads;
+  out["num_key_value_heads"] = c.resolved_kv_heads();
+  out["head_dim"] = head_dim;
+  out[f.activation_field] = c.mlp == "swiglu" ? "silu" : "gelu_pytorch_tanh";
+  out["max_position_embeddings"] = c.max_seq_len;
+  out["rms_norm_eps"] = c.norm_eps;
+  out["tie_word_embeddings"] = c.tie_embeddings;
+  out["attention_dropout"] = 0.0;
+  if (f.bias == AttentionBias::FromConfig) out["attention_bias"] = c.attention_bias;
+  if (f.mlp_bias) out["mlp_bias"] = c.mlp_bias;
+  out["rope_theta"] = c.rope_theta;
+  if (c.rope_scaling.type == "linear") {
+    out["rope_scaling"] = {{"rope_type", "linear"}, {"factor", c.rope_scaling.factor}};
+  } else if (c.rope_scaling.type == "llama3") {
+    out["rope_scaling"] = {{"rope_type", "llama3"},
+                           {"factor", c.rope_scaling.factor},
+                           {"low_freq_factor", c.rope_scaling.low_freq_factor},
+                           {"high_freq_factor", c.rope_scaling.high_freq_factor},
+                           {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}};
+  } else {
+    out["rope_scaling"] = nullptr;
+  }
+  if (f.local_rope) out["rope_local_base_freq"] = local_theta > 0 ? local_theta : c.rope_theta;
+  if (f.local_rope && local_theta == 0 && c.rope_scaling.type != "none") {
+    refuse(mt, "kinds.sliding_attention.rope_theta", "is unset while rope_scaling is set; gemma3's local layers are unscaled");
+  }
+  if (f.softcaps) {
+    out["query_pre_attn_scalar"] = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(head_dim);
+    out["attn_logit_softcapping"] = c.attn_logit_softcap > 0 ? Json(c.attn_logit_softcap) : Json(nullptr);
+    out["final_logit_softcapping"] = c.final_logit_softcap > 0 ? Json(c.final_logit_softcap) : Json(nullptr);
+  } else if (c.final_logit_softcap > 0) {
+    refuse(mt, "final_logit_softcap", "is set; the family has none");
+  }
+
+  Json types = Json::array();
+  for (auto w : windows) types.push_back(w > 0 ? "sliding_attention" : "full_attention");
+  switch (f.sliding) {
+    case Sliding::None:
+      if (window > 0) refuse(mt, "kinds", dew::str("give layers a sliding window (", window, "); ", mt, " has none"));
+      break;
+    case Sliding::AllLayers:
+      if (window > 0 && std::count(windows.begin(), windows.end(), window) != c.num_layers) {
+        refuse(mt, "layer_types", "slide on some layers only; mistral's sliding_window applies to every layer");
+      }
+      out["sliding_window"] = window > 0 ? Json(window) : Json(nullptr);
+      break;
+    case Sliding::AfterMaxWindowLayers: {
+      auto first = std::find_if(windows.begin(), windows.end(), [](auto w) { return w > 0; }) - windows.begin();
+      for (auto i = first; i < c.num_layers; ++i) {
+        if (windows[i] == 0) refuse(mt, "layer_types", dew::str("have a full layer (", i, ") after a sliding one; ", mt, " slides on the last layers only"));
+      }
+      out["use_sliding_window"] = window > 0;
+      out["sliding_window"] = window > 0 ? Json(window) : Json(nullptr);
+      out["max_window_layers"] = first;
+      out["layer_types"] = types;
+      break;
+    }
+    case Sliding::LayerTypes:
+      out["sliding_window"] = window > 0 ? window : 4096;
+      out["layer_types"] = types;
+      break;
+  }
+  return out;
+}
+
+std::string hf_model_type_for(const CausalTransformerConfig& c) {
+  if (c.sandwich_norms) return c.qk_norm ? "gemma3_text" : "gemma2";
+  if (c.norm_weight_offset == 1.0) return "gemma";
+  if (c.qk_norm) return "qwen3";
+  if (c.attention_bias && !c.attention_output_bias) return "qwen2";
+  bool all_same_window = c.window_of_layer(0) > 0;
+  for (std::int64_t i = 1; i < c.num_layers && all_same_window; ++i) all_same_window = c.window_of_layer(i) == c.window_of_layer(0);
+  return all_same_window ? "mistral" : "llama";
+}
+
+}  // namespace dew::interop
