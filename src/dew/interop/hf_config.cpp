@@ -425,7 +425,13 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
     refuse(mt, "kinds.sliding_attention.rope_theta", "is unset while rope_scaling is set; gemma3's local layers are unscaled");
   }
   if (f.softcaps) {
-    out["query_pre_attn_scalar"] = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(head_dim);
+    // transformers' strict config wants an integer here (Gemma's are 256, 144, 168).
+    double scalar = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(head_dim);
+    if (scalar == std::floor(scalar)) {
+      out["query_pre_attn_scalar"] = static_cast<std::int64_t>(scalar);
+    } else {
+      out["query_pre_attn_scalar"] = scalar;
+    }
     out["attn_logit_softcapping"] = c.attn_logit_softcap > 0 ? Json(c.attn_logit_softcap) : Json(nullptr);
     out["final_logit_softcapping"] = c.final_logit_softcap > 0 ? Json(c.final_logit_softcap) : Json(nullptr);
   } else if (c.final_logit_softcap > 0) {
