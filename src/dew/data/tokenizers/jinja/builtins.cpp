@@ -32,7 +32,7 @@ List iterate(const Value& value) {
     case Kind::Dict: {
       if (value.dict().is_namespace || value.dict().is_loop) fail("'", value.type_name(), "' object is not iterable");
       List keys;
-      for (const auto& item : value.dict().items) keys.push_back(Value(item.first));
+      for (const auto& item : value.dict().items) keys.push_back(key_value(item.first));
       return keys;
     }
     case Kind::String: {
@@ -178,10 +178,9 @@ Value filter_tojson(Interpreter&, Value& v, Arguments& a) {
   Value separators = a.get(2, "separators");
   bool sort_keys = a.get(3, "sort_keys", Value(false)).truthy();
   a.finish();
-  if (ensure_ascii) fail("tojson: ensure_ascii=True is not supported");
   if (!separators.is_undefined() && !separators.is_none()) fail("tojson: separators are not supported");
   int width = indent.is_undefined() || indent.is_none() ? -1 : static_cast<int>(std::clamp<std::int64_t>(int_arg(indent, -1, "tojson indent"), 0, 64));
-  return Value(to_json_text(v, width, sort_keys));
+  return Value(to_json_text(v, width, sort_keys, ensure_ascii));
 }
 
 Value filter_string(Interpreter&, Value& v, Arguments& a) {
@@ -251,7 +250,7 @@ List dict_items(const Value& v) {
   List out;
   if (v.is_undefined()) return out;
   if (!v.is_dict() || v.dict().is_namespace || v.dict().is_loop) fail("items: can only get item pairs from a mapping, not ", v.type_name());
-  for (const auto& [key, value] : v.dict().items) out.push_back(Value::tuple(List{Value(key), value}));
+  for (const auto& [key, value] : v.dict().items) out.push_back(Value::tuple(List{key_value(key), value}));
   return out;
 }
 
@@ -289,6 +288,7 @@ Value select_items(Interpreter& interp, Value& v, Arguments& a, bool by_attribut
   test_args.positional.assign(a.positional.begin() + static_cast<long>(next), a.positional.end());
   test_args.keyword = a.keyword;
   List out;
+  if (!v.truthy()) return Value(std::move(out));  // jinja2: `if seq:` first, so none selects nothing
   for (const Value& item : iterate(v)) {
     Value subject = by_attribute ? attribute_path(item, attribute) : item;
     bool result;
@@ -310,6 +310,7 @@ Value filter_rejectattr(Interpreter& i, Value& v, Arguments& a) { return select_
 
 Value filter_map(Interpreter& interp, Value& v, Arguments& a) {
   List out;
+  if (!v.truthy()) return Value(std::move(out));  // jinja2: `if value:` first
   Value attribute, fallback;
   bool by_attribute = false;
   for (auto it = a.keyword.begin(); it != a.keyword.end();) {
@@ -345,7 +346,7 @@ Value filter_map(Interpreter& interp, Value& v, Arguments& a) {
 
 Value filter_safe(Interpreter&, Value& v, Arguments& a) {
   a.finish();
-  return v.is_string() ? v : Value(v.str());
+  return Value::markup(v.str());
 }
 
 Value filter_indent(Interpreter& interp, Value& v, Arguments& a) {
@@ -617,7 +618,8 @@ bool test_in(Interpreter&, const Value& v, Arguments& a) {
   Value seq = a.get(0, "seq");
   a.finish();
   if (seq.is_string()) return v.is_string() && seq.text().find(v.text()) != std::string::npos;
-  if (seq.is_dict()) return v.is_string() && seq.dict().find(v.text());
+  if (seq.is_dict()) return seq.dict().find(dict_key(v)) != nullptr;
+  if (seq.is_undefined()) return false;
   for (const Value& item : iterate(seq))
     if (values_equal(item, v)) return true;
   return false;

@@ -26,6 +26,14 @@ Value arithmetic(const std::string& op, Value a, Value b, Interpreter& interp) {
   if (a.is_undefined() || b.is_undefined())
     fail("'", (a.is_undefined() ? a : b).text(), "' is undefined");
   if (op == "+") {
+    if (a.is_string() && b.is_string() && (a.is_markup() || b.is_markup())) {
+      // Markup + str escapes the str (and str + Markup too): what `"..."|safe + x` renders.
+      Arguments none;
+      Value plain = a.is_markup() ? b : a;
+      std::string escaped = b.is_markup() && a.is_markup() ? plain.text() : interp.apply_filter("escape", plain, none).text();
+      interp.check_size(a.text().size() + b.text().size() + escaped.size());
+      return Value::markup(a.is_markup() ? a.text() + escaped : escaped + b.text());
+    }
     if (a.is_string() && b.is_string()) {
       interp.check_size(a.text().size() + b.text().size());
       return Value(a.text() + b.text());
@@ -116,8 +124,8 @@ bool contains(const Value& container, const Value& item) {
       if (values_equal(v, item)) return true;
     return false;
   }
-  if (container.is_dict()) return item.is_string() && container.dict().find(item.text()) != nullptr;
-  if (container.is_undefined()) fail("'", container.text(), "' is undefined");
+  if (container.is_dict()) return container.dict().find(dict_key(item)) != nullptr;
+  if (container.is_undefined()) return false;  // jinja2's Undefined iterates as empty
   fail("argument of type '", container.type_name(), "' is not iterable");
 }
 
@@ -461,8 +469,8 @@ Value Interpreter::get_attribute(const Value& object, const std::string& name, i
 Value Interpreter::get_item(const Value& object, const Value& key) {
   if (object.is_undefined()) fail("'", object.text(), "' is undefined");
   if (object.is_dict()) {
+    if (const Value* v = object.dict().find(dict_key(key))) return *v;
     if (key.is_string()) {
-      if (const Value* v = object.dict().find(key.text())) return *v;
       if (!object.dict().is_namespace && !object.dict().is_loop) {
         Value method = find_method(object, key.text());
         if (!method.is_undefined()) return method;
@@ -538,7 +546,7 @@ Value Interpreter::eval(const Expr& e) {
       auto dict = std::make_shared<Dict>();
       for (std::size_t i = 0; i + 1 < e.children.size(); i += 2) {
         Value key = eval(*e.children[i]);
-        dict->set(key.str(), eval(*e.children[i + 1]));
+        dict->set(dict_key(key), eval(*e.children[i + 1]));
       }
       return Value(dict);
     }

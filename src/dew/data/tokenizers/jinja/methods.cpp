@@ -136,19 +136,18 @@ Value dict_method(const Value& object, const std::string& name, Arguments& a) {
     Value key = a.get(0, "key");
     Value fallback = a.get(1, "default", Value::none());
     a.finish();
-    if (key.is_string())
-      if (const Value* v = dict.find(key.text())) return *v;
+    if (const Value* v = dict.find(dict_key(key))) return *v;
     return fallback;
   }
   a.finish();
   List out;
   for (const auto& [key, value] : dict.items) {
     if (name == "keys") {
-      out.push_back(Value(key));
+      out.push_back(key_value(key));
     } else if (name == "values") {
       out.push_back(value);
     } else if (name == "items") {
-      out.push_back(Value::tuple(List{Value(key), value}));
+      out.push_back(Value::tuple(List{key_value(key), value}));
     }
   }
   if (name == "copy") {

@@ -118,7 +118,7 @@ std::string Value::repr() const {
       if (dict_->is_loop) return "<LoopContext>";
       std::string out = "{";
       for (std::size_t i = 0; i < dict_->items.size(); ++i)
-        out += (i ? ", " : "") + python_repr(dict_->items[i].first) + ": " + dict_->items[i].second.repr();
+        out += (i ? ", " : "") + key_value(dict_->items[i].first).repr() + ": " + dict_->items[i].second.repr();
       return out + "}";
     }
     case Kind::Function: return "<function " + text_ + ">";
@@ -139,6 +139,46 @@ std::string Value::type_name() const {
     case Kind::Function: return "function";
   }
   return "?";
+}
+
+std::string dict_key(const Value& key) {
+  switch (key.kind()) {
+    case Kind::String: return key.text();
+    case Kind::None: return std::string("\0n", 2);
+    case Kind::Bool:
+    case Kind::Int: return std::string("\0i", 2) + std::to_string(key.as_int());
+    case Kind::Float: {
+      double f = key.as_double();
+      if (std::isfinite(f) && f == std::floor(f) && std::fabs(f) < 9.2e18)
+        return std::string("\0i", 2) + std::to_string(static_cast<std::int64_t>(f));
+      return std::string("\0f", 2) + python_float(f);
+    }
+    case Kind::List:
+      if (key.is_tuple()) {
+        std::string out("\0t", 2);
+        out += key.repr();
+        return out;
+      }
+      [[fallthrough]];
+    default: fail("unhashable type: '", key.type_name(), "'");
+  }
+}
+
+Value key_value(const std::string& key) {
+  if (key.size() < 2 || key[0] != '\0') return Value(key);
+  std::string rest = key.substr(2);
+  switch (key[1]) {
+    case 'n': return Value::none();
+    case 'i': return Value(static_cast<std::int64_t>(std::stoll(rest)));
+    case 'f': return Value(std::stod(rest));
+    default: return Value(rest);  // a tuple key comes back as its repr
+  }
+}
+
+std::string key_json_text(const std::string& key) {
+  if (key.size() < 2 || key[0] != '\0') return key;
+  if (key[1] == 'n') return "null";
+  return key.substr(2);
 }
 
 const Value* Dict::find(std::string_view key) const {
@@ -251,9 +291,15 @@ Value from_json(const nlohmann::ordered_json& json) {
 
 namespace {
 
-void json_string(std::string& out, std::string_view text) {
+void json_string(std::string& out, std::string_view text, bool ensure_ascii) {
+  auto hex4 = [&](unsigned v) {
+    char buffer[8];
+    std::snprintf(buffer, sizeof buffer, "\\u%04x", v);
+    out += buffer;
+  };
   out += '"';
-  for (unsigned char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -264,18 +310,31 @@ void json_string(std::string& out, std::string_view text) {
       case '\f': out += "\\f"; break;
       default:
         if (c < 0x20) {
-          char hex[8];
-          std::snprintf(hex, sizeof hex, "\\u%04x", c);
-          out += hex;
-        } else {
+          hex4(c);
+        } else if (c < 0x80 || !ensure_ascii) {
           out += static_cast<char>(c);
+        } else {
+          std::size_t n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+          if (i + n > text.size()) n = 1;
+          for (std::size_t k = 1; k < n; ++k)
+            if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) n = 1;
+          unsigned cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+          for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+          if (cp >= 0x10000) {
+            cp -= 0x10000;
+            hex4(0xD800 + (cp >> 10));
+            hex4(0xDC00 + (cp & 0x3FF));
+          } else {
+            hex4(cp);
+          }
+          i += n - 1;
         }
     }
   }
   out += '"';
 }
 
-void json_value(std::string& out, const Value& value, int indent, bool sort_keys, int depth) {
+void json_value(std::string& out, const Value& value, int indent, bool sort_keys, bool ascii, int depth) {
   if (depth > 200) fail("tojson: the value nests deeper than 200 levels");
   auto newline = [&](int level) {
     if (indent < 0) return;
@@ -292,7 +351,7 @@ void json_value(std::string& out, const Value& value, int indent, bool sort_keys
       out += std::isnan(f) ? "NaN" : std::isinf(f) ? (f > 0 ? "Infinity" : "-Infinity") : python_float(f);
       return;
     }
-    case Kind::String: json_string(out, value.text()); return;
+    case Kind::String: json_string(out, value.text(), ascii); return;
     case Kind::List: {
       const List& list = value.list();
       if (list.empty()) {
@@ -303,7 +362,7 @@ void json_value(std::string& out, const Value& value, int indent, bool sort_keys
       for (std::size_t i = 0; i < list.size(); ++i) {
         if (i) out += comma;
         newline(depth + 1);
-        json_value(out, list[i], indent, sort_keys, depth + 1);
+        json_value(out, list[i], indent, sort_keys, ascii, depth + 1);
       }
       newline(depth);
       out += ']';
@@ -315,7 +374,7 @@ void json_value(std::string& out, const Value& value, int indent, bool sort_keys
       std::vector<const std::pair<std::string, Value>*> items;
       for (const auto& item : value.dict().items) items.push_back(&item);
       if (sort_keys)
-        std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
+        std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return value_less(key_value(a->first), key_value(b->first)); });
       if (items.empty()) {
         out += "{}";
         return;
@@ -324,9 +383,9 @@ void json_value(std::string& out, const Value& value, int indent, bool sort_keys
       for (std::size_t i = 0; i < items.size(); ++i) {
         if (i) out += comma;
         newline(depth + 1);
-        json_string(out, items[i]->first);
+        json_string(out, key_json_text(items[i]->first), ascii);
         out += ": ";
-        json_value(out, items[i]->second, indent, sort_keys, depth + 1);
+        json_value(out, items[i]->second, indent, sort_keys, ascii, depth + 1);
       }
       newline(depth);
       out += '}';
@@ -338,9 +397,9 @@ void json_value(std::string& out, const Value& value, int indent, bool sort_keys
 
 }  // namespace
 
-std::string to_json_text(const Value& value, int indent, bool sort_keys) {
+std::string to_json_text(const Value& value, int indent, bool sort_keys, bool ensure_ascii) {
   std::string out;
-  json_value(out, value, indent, sort_keys, 0);
+  json_value(out, value, indent, sort_keys, ensure_ascii, 0);
   return out;
 }
 

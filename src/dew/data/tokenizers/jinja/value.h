@@ -49,6 +49,12 @@ class Value {
     v.tuple_ = true;
     return v;
   }
+  // jinja2's Markup (the `safe` filter's result): `+` with a plain string HTML-escapes the plain one.
+  static Value markup(std::string s) {
+    Value v(std::move(s));
+    v.tuple_ = true;
+    return v;
+  }
   Value(std::shared_ptr<Dict> dict) : kind_(Kind::Dict), dict_(std::move(dict)) {}
   // `name` is what error messages and repr call it ("<macro foo>").
   static Value function(Function f, std::string name) {
@@ -66,7 +72,8 @@ class Value {
   bool is_list() const { return kind_ == Kind::List; }
   bool is_dict() const { return kind_ == Kind::Dict; }
   bool is_function() const { return kind_ == Kind::Function; }
-  bool is_tuple() const { return tuple_; }
+  bool is_tuple() const { return kind_ == Kind::List && tuple_; }
+  bool is_markup() const { return kind_ == Kind::String && tuple_; }
 
   bool as_bool() const { return int_ != 0; }
   std::int64_t as_int() const { return int_; }  // Int and Bool
@@ -90,7 +97,7 @@ class Value {
   Kind kind_ = Kind::Undefined;
   std::int64_t int_ = 0;
   double float_ = 0;
-  bool tuple_ = false;
+  bool tuple_ = false;  // List: a tuple; String: Markup
   std::string text_;
   std::shared_ptr<List> list_;
   std::shared_ptr<Dict> dict_;
@@ -107,6 +114,14 @@ struct Dict {
 };
 
 inline Value make_dict() { return Value(std::make_shared<Dict>()); }
+
+// Dict keys are strings; a key of another type (a dict literal's {1024: 512}) is stored under an encoded
+// string ("\0" + type + text) and decoded back wherever keys come out, so it stays an int to the template.
+// Numbers equal in Python (1, 1.0, True) share a key.
+std::string dict_key(const Value& key);
+Value key_value(const std::string& key);
+// The text of a key as json.dumps writes it (1024 -> "1024", None -> "null").
+std::string key_json_text(const std::string& key);
 
 // Positional and keyword arguments of a call.
 struct Arguments {
@@ -137,6 +152,7 @@ bool value_less(const Value& a, const Value& b);
 Value from_json(const nlohmann::ordered_json& json);
 // json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys): transformers' tojson.
 // indent < 0: none (separators ", " and ": ").
-std::string to_json_text(const Value& value, int indent, bool sort_keys = false);
+// ensure_ascii: non-ASCII characters as \uXXXX escapes (surrogate pairs above U+FFFF).
+std::string to_json_text(const Value& value, int indent, bool sort_keys = false, bool ensure_ascii = false);
 
 }  // namespace dew::data::jinja
