@@ -47,7 +47,8 @@ Loss LMObjective::compute(const data::Batch& batch) {
   auto E = hidden.size(-1);
   auto w = weights.reshape(-1).to(at::kFloat);
   auto sums = token_cross_entropy(hidden.reshape({-1, E}), model_->output_weight(), targets.reshape(-1), w,
-                                  model_->config().final_logit_softcap, config_.loss_chunk_tokens);
+                                  model_->config().final_logit_softcap, config_.loss_chunk_tokens,
+                                  config_.token_accuracy);
   Loss out;
   out.count = w.sum().item<double>();
   out.sum = sums.loss_sum;
