@@ -113,6 +113,11 @@ TEST(HfModel, ReadsShardedCheckpointsAndOtherDtypes) {
     EXPECT_EQ(p.scalar_type(), at::kBFloat16);
     EXPECT_TRUE(at::equal(p, tensors.at(name).to(at::kBFloat16))) << name;
   }
+  // bf16 compute stays near the fp32 reference (loose: bf16 keeps 8 bits of mantissa).
+  dew::formats::SafetensorsFile io(family_dir("gemma") / "io.safetensors");
+  at::NoGradGuard no_grad;
+  auto logits = loaded.model->forward({io.load("ids")});
+  EXPECT_LT((logits - io.load("logits")).abs().max().item<double>(), 0.15);
 }
 
 class HfExport : public ::testing::TestWithParam<std::string> {};

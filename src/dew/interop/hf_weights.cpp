@@ -9,7 +9,12 @@ namespace fs = std::filesystem;
 
 HfWeights::HfWeights(const fs::path& dir) : dir_(dir) {
   auto single = dir / "model.safetensors", index = dir / "model.safetensors.index.json";
-  if (fs::exists(index)) {
+  // As transformers does, model.safetensors wins when both it and an index are present.
+  if (fs::exists(single)) {
+    auto file = std::make_shared<formats::SafetensorsFile>(single);
+    files_["model.safetensors"] = file;
+    for (const auto& name : file->names()) file_of_[name] = "model.safetensors";
+  } else if (fs::exists(index)) {
     auto j = config::parse_json_file(index);
     if (!j.contains("weight_map") || !j["weight_map"].is_object()) {
       dew::fail("'", index.string(), "' has no weight_map object; it should map each tensor name to its shard file");
@@ -26,10 +31,6 @@ HfWeights::HfWeights(const fs::path& dir) : dir_(dir) {
       }
       file_of_[name] = file_name;
     }
-  } else if (fs::exists(single)) {
-    auto file = std::make_shared<formats::SafetensorsFile>(single);
-    files_["model.safetensors"] = file;
-    for (const auto& name : file->names()) file_of_[name] = "model.safetensors";
   } else {
     dew::fail("'", dir.string(), "' has neither model.safetensors nor model.safetensors.index.json");
   }
