@@ -69,6 +69,11 @@ TEST(JinjaLimits, StopRunawayTemplates) {
   EXPECT_NE(error_of("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").find("deeper"), std::string::npos);
   EXPECT_NE(error_of("{{ " + std::string(500, '(') + "1" + std::string(500, ')') + " }}").find("nests deeper"), std::string::npos);
   EXPECT_NE(error_of("{{ 2 ** 64 }}").find("overflow"), std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(x=[]) %}{% for i in range(300) %}{% set ns.x = [ns.x] %}{% endfor %}")
+                .find("nest deeper than 256"),
+            std::string::npos);
+  // A namespace holding itself is freed at the end of rendering (the fuzz build's leak checker would say).
+  EXPECT_EQ(render("{% set ns = namespace(n=1) %}{% set ns.self = ns %}{{ ns.self.self.n }}"), "1");
 }
 
 }  // namespace

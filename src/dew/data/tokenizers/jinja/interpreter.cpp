@@ -176,9 +176,10 @@ std::string Interpreter::render(const std::shared_ptr<Dict>& variables) {
     return Value(std::move(out));
   }, "range"));
   auto make_dict_fn = [](bool as_namespace) {
-    return [as_namespace](Interpreter&, Arguments& args) {
+    return [as_namespace](Interpreter& interp, Arguments& args) {
       auto dict = std::make_shared<Dict>();
       dict->is_namespace = as_namespace;
+      if (as_namespace) interp.track_namespace(dict);
       for (const Value& v : args.positional) {
         if (!v.is_dict()) fail(as_namespace ? "namespace" : "dict", "() takes a mapping, not ", v.type_name());
         for (const auto& [key, item] : v.dict().items) dict->set(key, item);
@@ -215,6 +216,19 @@ std::string Interpreter::render(const std::shared_ptr<Dict>& variables) {
   iterations_ = 0;
   call_depth_ = 0;
   std::string out;
+  struct ClearNamespaces {
+    Interpreter& interp;
+    ~ClearNamespaces() {
+      // Hold every namespace first, so that emptying one frees only its own (bounded) values, never
+      // a chain of namespaces at once.
+      std::vector<std::shared_ptr<Dict>> held;
+      for (auto& weak : interp.namespaces_)
+        if (auto ns = weak.lock()) held.push_back(std::move(ns));
+      interp.scopes_.clear();
+      for (auto& ns : held) ns->items.clear();
+      interp.namespaces_.clear();
+    }
+  } clear{*this};
   try {
     exec_body(template_.body, out);
   } catch (const LocatedError&) {

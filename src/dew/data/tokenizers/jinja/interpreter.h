@@ -35,6 +35,9 @@ class Interpreter {
   // Throws if a string of `size` bytes would exceed the output limit.
   void check_size(std::size_t size) const;
   const RenderLimits& limits() const { return limits_; }
+  // namespace() objects made while rendering; emptied at the end so that cycles through them
+  // ({% set ns.self = ns %}) are freed.
+  void track_namespace(const std::shared_ptr<Dict>& ns) { namespaces_.push_back(ns); }
 
  private:
   enum class Flow { Normal, Break, Continue };
@@ -58,7 +61,8 @@ class Interpreter {
 
   const Template& template_;
   RenderLimits limits_;
-  std::vector<std::shared_ptr<Dict>> scopes_;  // innermost last; [0] globals, [1] context+top level
+  std::vector<std::shared_ptr<Dict>> scopes_;
+  std::vector<std::weak_ptr<Dict>> namespaces_;  // innermost last; [0] globals, [1] context+top level
   std::size_t iterations_ = 0;
   int call_depth_ = 0;
   int line_ = 0;

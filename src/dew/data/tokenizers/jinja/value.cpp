@@ -9,6 +9,17 @@
 
 namespace dew::data::jinja {
 
+void Value::measure_nesting() {
+  std::uint32_t deepest = 0;
+  if (list_) {
+    for (const Value& v : *list_) deepest = std::max(deepest, v.nesting_);
+  } else if (dict_ && !dict_->is_namespace) {
+    for (const auto& item : dict_->items) deepest = std::max(deepest, item.second.nesting_);
+  }
+  nesting_ = deepest + 1;
+  if (nesting_ > kMaxNesting) fail("values nest deeper than ", kMaxNesting, " levels");
+}
+
 const void* Value::identity() const {
   if (list_) return list_.get();
   if (dict_) return dict_.get();

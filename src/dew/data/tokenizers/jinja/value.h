@@ -42,7 +42,10 @@ class Value {
   Value(double f) : kind_(Kind::Float), float_(f) {}
   Value(std::string s) : kind_(Kind::String), text_(std::move(s)) {}
   Value(const char* s) : kind_(Kind::String), text_(s) {}
-  Value(List list) : kind_(Kind::List), list_(std::make_shared<List>(std::move(list))) {}
+  // Lists and dicts record how deeply they nest, so that printing, comparing and freeing them cannot
+  // exhaust the stack: deeper than kMaxNesting is an error.
+  static constexpr std::uint32_t kMaxNesting = 256;
+  Value(List list) : kind_(Kind::List), list_(std::make_shared<List>(std::move(list))) { measure_nesting(); }
   // A Python tuple: a list that prints with parentheses (dict items, tuple literals).
   static Value tuple(List list) {
     Value v(std::move(list));
@@ -55,7 +58,7 @@ class Value {
     v.tuple_ = true;
     return v;
   }
-  Value(std::shared_ptr<Dict> dict) : kind_(Kind::Dict), dict_(std::move(dict)) {}
+  Value(std::shared_ptr<Dict> dict) : kind_(Kind::Dict), dict_(std::move(dict)) { measure_nesting(); }
   // `name` is what error messages and repr call it ("<macro foo>").
   static Value function(Function f, std::string name) {
     Value v(Kind::Function);
@@ -94,10 +97,12 @@ class Value {
 
  private:
   explicit Value(Kind kind) : kind_(kind) {}
+  void measure_nesting();
   Kind kind_ = Kind::Undefined;
   std::int64_t int_ = 0;
   double float_ = 0;
   bool tuple_ = false;  // List: a tuple; String: Markup
+  std::uint32_t nesting_ = 0;  // List/Dict: 1 + the deepest element's
   std::string text_;
   std::shared_ptr<List> list_;
   std::shared_ptr<Dict> dict_;
