@@ -259,7 +259,7 @@ TEST(BpeTokenizer, BadFilesAreRefusedWithFileAndField) {
   expect_error(bad_tokenizer(dir, [](json& j) { j["model"]["merges"] = {"a q"}; }), {"model.merges[0]", "'q'"});
   expect_error(bad_tokenizer(dir, [](json& j) { j["model"]["merges"] = {"b a"}; }), {"model.merges[0]", "'ba'"});
   expect_error(bad_tokenizer(dir, [](json& j) { j["model"]["merges"] = {"ab"}; }), {"model.merges[0]"});
-  expect_error(bad_tokenizer(dir, [](json& j) { j["model"]["vocab"].erase("a"); }), {"model.vocab", "0x61"});
+  expect_error(bad_tokenizer(dir, [](json& j) { j["model"]["vocab"].erase("a"); }), {"model.vocab", "'a'"});
   expect_error(bad_tokenizer(dir, [](json& j) { j["model"]["vocab"]["x"] = -3; }), {"model.vocab[\"x\"]", "-3"});
   expect_error(bad_tokenizer(dir, [](json& j) { j["model"]["vocab"]["zz"] = 99999999; }), {"model.vocab", "99999999"});
   expect_error(bad_tokenizer(dir, [](json& j) { j["normalizer"] = {{"type", "NFC"}}; }), {"normalizer", "NFC"});

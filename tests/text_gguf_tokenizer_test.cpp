@@ -3,6 +3,7 @@
 // special and user-defined tokens, pre-tokenizer names, and the errors for bad metadata.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "dew/core/atomic_file.h"
@@ -66,6 +67,17 @@ TEST(GgufTokenizer, ControlTokensAreSpecialUserDefinedAreAlwaysWhole) {
   EXPECT_EQ(bpe->encode("<|im_start|>", true), Ids{1});
   EXPECT_NE(bpe->encode("<|im_start|>", false), Ids{1});  // special: ordinary text unless allowed
   EXPECT_EQ(bpe->encode(token5, false), Ids{5});
+}
+
+// SmolLM2's vocabulary has no token for 21 bytes (0x04, 0xC0, 0xF5-0xFF, ...); transformers drops them.
+TEST(GgufTokenizer, BytesWithoutTokenAreDropped) {
+  GgufTokenizerMetadata m = tiny_metadata();
+  auto it = std::find(m.tokens.begin(), m.tokens.end(), "\u0104");  // 'Ą' is byte 0x04 in byte-level text
+  ASSERT_NE(it, m.tokens.end());
+  *it = "<unused-0x04>";
+  auto bpe = gguf_bpe_tokenizer(m, "tiny.gguf");
+  EXPECT_EQ(bpe->encode("\x04"), Ids{});
+  EXPECT_EQ(bpe->encode("Hello\x04 world"), bpe->encode("Hello world"));
 }
 
 TEST(GgufTokenizer, PretrainedTokenizerFields) {

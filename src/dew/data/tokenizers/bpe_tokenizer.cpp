@@ -99,10 +99,10 @@ BpeTokenizer::BpeTokenizer(BpeDefinition definition, std::string name)
   const auto& alphabet = byte_level_alphabet();
   for (int byte = 0; byte < 256; ++byte) {
     auto it = id_of_text.find(alphabet[byte]);
-    if (it == id_of_text.end())
-      fail(name_, ": model.vocab has no token for byte 0x", "0123456789abcdef"[byte >> 4], "0123456789abcdef"[byte & 15],
-           " ('", alphabet[byte], "'): a byte-level BPE vocabulary needs all 256 single-byte tokens");
-    byte_ids_[byte] = it->second;
+    // Some vocabularies lack a few bytes (SmolLM2 has no token for 21, e.g. 0x04, 0xC0, 0xF5-0xFF): like Hugging
+    // Face's BPE without an unknown token, encoding drops such bytes (see encode_ordinary).
+    byte_ids_[byte] = it == id_of_text.end() ? -1 : it->second;
+    if (it == id_of_text.end()) has_untokenized_bytes_ = true;
   }
 
   std::vector<std::array<TokenId, 3>> merges;
@@ -189,7 +189,17 @@ std::optional<BpeTokenizer::AddedMatch> BpeTokenizer::find_added(std::string_vie
 
 void BpeTokenizer::encode_ordinary(std::string_view text, std::vector<TokenId>& out) const {
   PieceCache& cache = thread_cache(serial_);
+  std::string kept;
   pre_tokenizer_.for_each_piece(text, [&](std::string_view piece) {
+    if (has_untokenized_bytes_) {
+      auto untokenized = [&](char c) { return byte_ids_[static_cast<unsigned char>(c)] < 0; };
+      if (std::any_of(piece.begin(), piece.end(), untokenized)) {
+        kept.assign(piece);
+        kept.erase(std::remove_if(kept.begin(), kept.end(), untokenized), kept.end());
+        if (kept.empty()) return;
+        piece = kept;
+      }
+    }
     if (piece.size() == 1) {
       out.push_back(byte_ids_[static_cast<unsigned char>(piece[0])]);
       return;

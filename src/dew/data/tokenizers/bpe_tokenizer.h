@@ -1,7 +1,8 @@
 #pragma once
 // Byte-level BPE (GPT-2, SmolLM/SmolLM2, Llama 3, Qwen 2/3): text is split into pieces by a regex
 // pre-tokenizer, each piece's bytes are merged by rank into tokens. Every byte has a token, so any byte
-// string (invalid UTF-8 included) encodes, and decode(encode(x)) == x.
+// string (invalid UTF-8 included) encodes, and decode(encode(x)) == x. (A vocabulary that lacks some
+// single-byte tokens, like SmolLM2's, drops those bytes when encoding, as Hugging Face does.)
 //
 // Added tokens (tokenizer.json's added_tokens) are found first, leftmost-longest, as Hugging Face does:
 // special ones only when encode(..., allow_special=true), the others always; an added token decodes to its
@@ -88,7 +89,8 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<std::string> bytes_;  // id -> raw bytes
   std::vector<bool> present_;       // ids some token has
   std::unordered_map<std::string, TokenId> id_of_bytes_;
-  std::array<TokenId, 256> byte_ids_{};
+  std::array<TokenId, 256> byte_ids_{};  // -1: the vocabulary has no token for this byte (dropped when encoding)
+  bool has_untokenized_bytes_ = false;
   std::unique_ptr<BpeMerger> merger_;
   PreTokenizer pre_tokenizer_;
   bool ignore_merges_ = false;
