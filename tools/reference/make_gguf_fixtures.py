@@ -1,4 +1,5 @@
-"""Reference GGUF files and dequantized values for dew's GGUF reader, from the PyPI `gguf` package (0.19).
+"""Reference files for dew's formats layer: GGUF files and dequantized values from the PyPI `gguf` package
+(0.19), and a safetensors file of every dtype from the PyPI `safetensors` package.
 
 Writes under tests/fixtures/gguf/:
   types_v3.gguf        gguf-py's GGUFWriter (version 3): one tensor per ggml type dew dequantizes, named by
@@ -12,6 +13,10 @@ Writes under tests/fixtures/gguf/:
   expected.safetensors for each tensor NAME: NAME (float32, gguf.quants.dequantize of its bytes) and, for the
                        types gguf-py quantizes, NAME.source (the float32 input it quantized).
   metadata.json        [[key, type name as dew's GgufValue::type_name() gives it, value], ...] in file order.
+
+Under tests/fixtures/safetensors/:
+  dtypes.safetensors   safetensors.torch.save_file of one tensor per dtype, named by the dtype ("F8_E4M3", ...),
+                       shape [3, 4]: arange(12) - 5 converted to it (arange(12) for unsigned types, % 2 for BOOL).
 
 And, when tests/fixtures/gguf/dew_written.gguf exists (written by dew's GgufWriter in the test
 GgufWriter.MatchesCommittedFile, see docs/formats.md), checks that gguf.GGUFReader reads it: its metadata and
@@ -125,7 +130,7 @@ def check_dew_written(path: pathlib.Path) -> None:
     assert fields["test.ids"].contents() == [3, -1, 2]
     assert fields["test.scores"].contents() == [0.5, -0.25]
     cols = 64
-    values = (np.sin(np.arange(3 * cols, dtype=np.float64) * 0.37) * 2.0).astype(np.float32).reshape(3, cols)
+    values = (((np.arange(3 * cols) * 37) % 101 - 50) / 16).astype(np.float32).reshape(3, cols)
     tensors = {t.name: t for t in reader.tensors}
     assert [t.name for t in reader.tensors] == ["w_f32", "w_f16", "w_q8_0"]
     for name, qtype in [("w_f32", Q.F32), ("w_f16", Q.F16), ("w_q8_0", Q.Q8_0)]:
@@ -140,7 +145,29 @@ def check_dew_written(path: pathlib.Path) -> None:
     print(f"{path.name}: gguf.GGUFReader reads dew's output as written")
 
 
+def write_safetensors_dtypes() -> None:
+    import torch
+    from safetensors.torch import save_file as save_torch
+
+    dtypes = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+              "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+              "BOOL": torch.bool, "U16": torch.uint16, "U32": torch.uint32, "U64": torch.uint64,
+              "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2}
+    tensors = {}
+    for name, dtype in dtypes.items():
+        base = torch.arange(12, dtype=torch.float64).reshape(3, 4)
+        if name == "BOOL":
+            base = base.remainder(2)
+        elif not name.startswith("U"):
+            base = base - 5
+        tensors[name] = base.to(dtype)
+    out = OUT.parent / "safetensors"
+    out.mkdir(parents=True, exist_ok=True)
+    save_torch(tensors, str(out / "dtypes.safetensors"), metadata={"format": "pt"})
+
+
 def main() -> None:
+    write_safetensors_dtypes()
     OUT.mkdir(parents=True, exist_ok=True)
     v3 = OUT / "types_v3.gguf"
     expected = write_types(v3)

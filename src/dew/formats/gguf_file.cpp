@@ -266,6 +266,7 @@ const GgufTensorInfo& GgufFile::tensor(const std::string& name) const {
 }
 
 std::span<const std::uint8_t> GgufFile::data(const GgufTensorInfo& info) const {
+  if (info.bytes == 0) return {};  // may sit at the very end, where no data section follows
   return {bytes_ + data_start_ + info.offset, static_cast<std::size_t>(info.bytes)};
 }
 

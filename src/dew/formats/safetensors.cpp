@@ -11,8 +11,6 @@
 namespace dew::formats {
 namespace {
 
-constexpr std::uint64_t kMaxHeaderBytes = 100ull << 20;  // the reference implementation's limit
-
 struct DtypeInfo {
   const char* name;
   c10::ScalarType type;
@@ -51,74 +49,10 @@ std::string safetensors_dtype_name(c10::ScalarType type) {
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path) {
   map_ = std::make_shared<MappedFile>(path);
-  const auto where = path.string();
-  if (map_->size() < 8) dew::fail("'", where, "' is not a safetensors file: ", map_->size(), " bytes, shorter than the 8-byte header length");
-  std::uint64_t header_len = 0;
-  std::memcpy(&header_len, map_->data(), 8);  // little-endian on every platform dew runs on
-  if (header_len > kMaxHeaderBytes) dew::fail("'", where, "': header length ", header_len, " exceeds the 100 MB limit (corrupt file?)");
-  if (8 + header_len > map_->size()) {
-    dew::fail("'", where, "': header says ", header_len, " bytes but the file has only ", map_->size() - 8, " after the length (truncated?)");
-  }
-  data_start_ = 8 + header_len;
-  const std::size_t data_size = map_->size() - data_start_;
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(map_->data() + 8, map_->data() + 8 + header_len);
-  } catch (const nlohmann::json::parse_error& e) {
-    dew::fail("'", where, "': the header is not valid JSON (", e.what(), ")");
-  }
-  if (!header.is_object()) dew::fail("'", where, "': the header must be a JSON object");
-  std::vector<std::pair<std::size_t, std::size_t>> ranges;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    const auto& name = it.key();
-    const auto& spec = it.value();
-    if (name == "__metadata__") {
-      if (!spec.is_object()) dew::fail("'", where, "': __metadata__ must be an object of strings");
-      for (auto m = spec.begin(); m != spec.end(); ++m) {
-        if (!m.value().is_string()) dew::fail("'", where, "': __metadata__.", m.key(), " must be a string");
-        metadata_[m.key()] = m.value().get<std::string>();
-      }
-      continue;
-    }
-    auto context = dew::str("'", where, "' tensor '", name, "'");
-    if (!spec.is_object() || !spec.contains("dtype") || !spec.contains("shape") || !spec.contains("data_offsets")) {
-      dew::fail(context, ": needs dtype, shape and data_offsets");
-    }
-    if (!spec["dtype"].is_string() || !spec["shape"].is_array() || !spec["data_offsets"].is_array() ||
-        spec["data_offsets"].size() != 2) {
-      dew::fail(context, ": dtype must be a string, shape a list, data_offsets a pair");
-    }
-    SafetensorsEntry entry;
-    entry.dtype = spec["dtype"].get<std::string>();
-    const auto* info = find_dtype(entry.dtype);
-    if (!info) dew::fail(context, ": unknown dtype '", entry.dtype, "'");
-    std::uint64_t elements = 1;
-    for (const auto& d : spec["shape"]) {
-      if (!d.is_number_unsigned()) dew::fail(context, ": shape entries must be non-negative integers, got ", d.dump());
-      auto n = d.get<std::uint64_t>();
-      if (n != 0 && elements > (std::uint64_t{1} << 62) / n) dew::fail(context, ": shape is too large");
-      elements *= n;
-      entry.shape.push_back(static_cast<std::int64_t>(n));
-    }
-    for (const auto& o : spec["data_offsets"]) {
-      if (!o.is_number_unsigned()) dew::fail(context, ": data_offsets must be non-negative integers");
-    }
-    entry.begin = spec["data_offsets"][0].get<std::uint64_t>();
-    entry.end = spec["data_offsets"][1].get<std::uint64_t>();
-    if (entry.end < entry.begin || entry.end > data_size) {
-      dew::fail(context, ": bytes [", entry.begin, ", ", entry.end, ") lie outside the ", data_size, "-byte data section (truncated file?)");
-    }
-    if (entry.end - entry.begin != elements * info->bytes) {
-      dew::fail(context, ": shape ", spec["shape"].dump(), " of ", entry.dtype, " needs ", elements * info->bytes,
-                " bytes but data_offsets give ", entry.end - entry.begin);
-    }
-    ranges.emplace_back(entry.begin, entry.end);
-    if (!entries_.emplace(name, std::move(entry)).second) dew::fail(context, ": appears twice");
-  }
-  std::sort(ranges.begin(), ranges.end());
-  for (std::size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].first < ranges[i - 1].second) dew::fail("'", where, "': two tensors' byte ranges overlap at byte ", ranges[i].first);
-  }
+  auto header = parse_safetensors_header(map_->data(), map_->size(), path.string());
+  data_start_ = header.data_start;
+  entries_ = std::move(header.entries);
+  metadata_ = std::move(header.metadata);
 }
 
 std::vector<std::string> SafetensorsFile::names() const {

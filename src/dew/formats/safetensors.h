@@ -14,14 +14,9 @@
 #include <vector>
 
 #include "dew/core/mapped_file.h"
+#include "dew/formats/safetensors_header.h"
 
 namespace dew::formats {
-
-struct SafetensorsEntry {
-  std::string dtype;  // as written: F32, BF16, I64, ...
-  std::vector<std::int64_t> shape;
-  std::size_t begin = 0, end = 0;  // byte range within the data section
-};
 
 class SafetensorsFile {
  public:
