@@ -221,6 +221,7 @@ JINJA_CASES = [
     ("int_dict_keys", "{% set d = {1024: 'a', 8: 'b'} %}{% for k, v in d | dictsort %}{{ k + 1 }}{{ v }} {% endfor %}{{ d[8] }} {{ d }} {{ d | tojson }} {{ 8 in d }}", {}),
     ("markup_concat", "{{ '<b>'|safe + x + '</b>'|safe }} {{ x ~ ('<i>'|safe) }} {{ ('<p>' | safe) + ('<q>' | safe) }}", {"x": "a<\"b\">&"}),
     ("select_on_none", "{{ none | selectattr('type', 'equalto', 'x') | list | length }} {{ none | map(attribute='a') | list }} {{ 'a' in nothing }}", {}),
+    ("percent_format", "{{ 'v%d' % 3 }} {{ '%s-%s' % ('a', 'b') }} {{ '%05.1f|%-4s|%3d|%%' % (3.14159, 'ab', 7) }} {{ '%02d:%02d' | format(5, 7) }} {{ '%r' % 'q' }}", {}),
     ("raise_exception", "before{{ raise_exception('Custom failure: ' ~ x) }}", {"x": 3}),
     ("error_attribute_of_undefined", "{{ nothing.attr }}", {}),
     ("error_call_undefined", "{{ nothing() }}", {}),

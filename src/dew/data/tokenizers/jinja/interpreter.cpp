@@ -5,6 +5,7 @@
 
 #include "dew/core/error.h"
 #include "dew/data/tokenizers/jinja/builtins.h"
+#include "dew/data/tokenizers/jinja/text.h"
 
 namespace dew::data::jinja {
 namespace {
@@ -44,6 +45,11 @@ Value arithmetic(const std::string& op, Value a, Value b, Interpreter& interp) {
       list.insert(list.end(), b.list().begin(), b.list().end());
       return Value(std::move(list));
     }
+  }
+  if (op == "%" && a.is_string()) {  // printf-style: 'v%d' % 3, '%s-%s' % (a, b)
+    std::string out = text::percent_format(a.text(), b.is_tuple() ? b.list() : List{b});
+    interp.check_size(out.size());
+    return Value(std::move(out));
   }
   if (op == "*" && (a.is_string() || a.is_list()) && b.kind() == Kind::Int) std::swap(a, b);
   if (op == "*" && a.kind() == Kind::Int && (b.is_string() || b.is_list())) {

@@ -249,28 +249,48 @@ std::string percent_format(std::string_view pattern, const List& args) {
       out += pattern[i];
       continue;
     }
-    if (++i >= pattern.size()) fail("format: incomplete format");
-    char spec = pattern[i];
-    if (spec == '%') {
+    // %[flags][width][.precision]conversion, as Python's printf-style formatting.
+    std::size_t spec_start = i;
+    ++i;
+    while (i < pattern.size() && std::string_view("-+ 0#").find(pattern[i]) != std::string_view::npos) ++i;
+    while (i < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[i]))) ++i;
+    if (i < pattern.size() && pattern[i] == '.') {
+      ++i;
+      while (i < pattern.size() && std::isdigit(static_cast<unsigned char>(pattern[i]))) ++i;
+    }
+    if (i >= pattern.size()) fail("format: incomplete format");
+    char conversion = pattern[i];
+    std::string flags(pattern.substr(spec_start + 1, i - spec_start - 1));
+    if (flags.size() > 8) fail("format: the field '%", flags, conversion, "' is too wide");
+    if (conversion == '%') {
       out += '%';
       continue;
     }
     if (next >= args.size()) fail("format: not enough arguments for format string");
     const Value& v = args[next++];
-    if (spec == 's') {
-      out += v.str();
-    } else if (spec == 'r') {
-      out += v.repr();
-    } else if (spec == 'd' || spec == 'i') {
-      if (!v.is_number()) fail("format: %d format: a real number is required, not ", v.type_name());
-      out += std::to_string(v.kind() == Kind::Float ? static_cast<std::int64_t>(v.as_double()) : v.as_int());
-    } else if (spec == 'f') {
+    char buffer[512];
+    if (conversion == 's' || conversion == 'r') {
+      std::string text = conversion == 's' ? v.str() : v.repr();
+      std::string f = "%" + flags + "s";
+      if (flags.empty()) {
+        out += text;
+      } else {
+        std::snprintf(buffer, sizeof buffer, f.c_str(), text.c_str());
+        out += buffer;
+      }
+    } else if (conversion == 'd' || conversion == 'i') {
+      if (!v.is_number()) fail("format: %", conversion, " format: a real number is required, not ", v.type_name());
+      long long n = v.kind() == Kind::Float ? static_cast<long long>(v.as_double()) : v.as_int();
+      std::string f = "%" + flags + "lld";
+      std::snprintf(buffer, sizeof buffer, f.c_str(), n);
+      out += buffer;
+    } else if (conversion == 'f' || conversion == 'e' || conversion == 'g') {
       if (!v.is_number()) fail("format: must be real number, not ", v.type_name());
-      char buffer[64];
-      std::snprintf(buffer, sizeof buffer, "%f", v.as_double());
+      std::string f = "%" + flags + conversion;
+      std::snprintf(buffer, sizeof buffer, f.c_str(), v.as_double());
       out += buffer;
     } else {
-      fail("format: unsupported format character '", spec, "'");
+      fail("format: unsupported format character '", conversion, "'");
     }
   }
   if (next < args.size()) fail("format: not all arguments converted during string formatting");
