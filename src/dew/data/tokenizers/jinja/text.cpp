@@ -262,6 +262,8 @@ std::string percent_format(std::string_view pattern, const List& args) {
     char conversion = pattern[i];
     std::string flags(pattern.substr(spec_start + 1, i - spec_start - 1));
     if (flags.size() > 8) fail("format: the field '%", flags, conversion, "' is too wide");
+    // '#' means nothing defined for %s and %d in C; Python's alternate forms are not supported.
+    if (flags.find('#') != std::string::npos) fail("format: the '#' flag is not supported");
     if (conversion == '%') {
       out += '%';
       continue;
