@@ -3,9 +3,8 @@
 #include "dew/core/atomic_file.h"
 #include "dew/core/config.h"
 #include "dew/core/error.h"
-#include "dew/formats/safetensors.h"
+#include "dew/formats/safetensors_checkpoint.h"
 #include "dew/interop/hf_config.h"
-#include "dew/interop/hf_weights.h"
 #include "dew/nn/dtype.h"
 #include "dew/nn/parameters.h"
 
@@ -22,7 +21,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // Buffers transformers recomputes and older checkpoints still carry.
 bool ignorable(const std::string& name) { return ends_with(name, ".rotary_emb.inv_freq"); }
 
-void load_weights(nn::CausalTransformer& model, const HfWeights& weights, const fs::path& dir) {
+void load_weights(nn::CausalTransformer& model, const formats::SafetensorsCheckpoint& weights, const fs::path& dir) {
   at::NoGradGuard no_grad;
   auto params = nn::parameter_map(*model);
   for (auto& [name, p] : params) {
@@ -31,7 +30,7 @@ void load_weights(nn::CausalTransformer& model, const HfWeights& weights, const 
     }
     const auto& entry = weights.entry(name);
     if (c10::IntArrayRef(entry.shape) != p.sizes()) {
-      dew::fail("'", weights.file_of(name), "' tensor '", name, "' has shape ", c10::IntArrayRef(entry.shape),
+      dew::fail("'", weights.file_of(name).string(), "' tensor '", name, "' has shape ", c10::IntArrayRef(entry.shape),
                 " but config.json implies ", p.sizes());
     }
     p.copy_(weights.view(name));
@@ -43,12 +42,12 @@ void load_weights(nn::CausalTransformer& model, const HfWeights& weights, const 
       // A tied checkpoint may carry the head as a copy; anything else would compute a different model.
       auto stored = weights.view(head), embedding = weights.view(embed);
       if (stored.sizes() != embedding.sizes() || !at::equal(stored.to(at::kFloat), embedding.to(at::kFloat))) {
-        dew::fail("'", weights.file_of(head), "' has tensor '", head, "' that differs from '", embed,
+        dew::fail("'", weights.file_of(head).string(), "' has tensor '", head, "' that differs from '", embed,
                   "', but config.json says tie_word_embeddings; set tie_word_embeddings to false to load the separate head");
       }
       continue;
     }
-    dew::fail("'", weights.file_of(name), "' has tensor '", name, "', which the ", model->config().num_layers,
+    dew::fail("'", weights.file_of(name).string(), "' has tensor '", name, "', which the ", model->config().num_layers,
               "-layer model config.json describes does not have");
   }
 }
@@ -63,7 +62,7 @@ HfModel load_hf_model(const fs::path& dir, c10::ScalarType dtype) {
   auto config = config_from_hf(out.hf_config, config_path.string());
   out.model_type = out.hf_config.value("model_type", "");
   config.dtype = config.param_dtype = nn::dtype_name(dtype);
-  HfWeights weights(dir);
+  formats::SafetensorsCheckpoint weights(dir);
   out.model = nn::CausalTransformer(config);
   load_weights(out.model, weights, dir);
   out.model->eval();
@@ -82,9 +81,10 @@ void save_hf_model(const nn::CausalTransformer& model, const std::string& model_
     if (value) hf[key] = generation[key] = *value;
   }
 
-  auto tensors = nn::parameter_map(*model);
+  std::vector<std::pair<std::string, at::Tensor>> tensors;  // in module order, as save_pretrained shards them
+  for (const auto& item : model->named_parameters()) tensors.emplace_back(item.key(), item.value());
   AtomicDirectory out(dir);
-  formats::save_safetensors(out.path() / "model.safetensors", tensors, {{"format", "pt"}});
+  formats::write_safetensors_checkpoint(out.path(), tensors, options.max_shard_bytes);
   write_file_atomic(out.path() / "generation_config.json", generation.dump(2) + "\n");
   write_file_atomic(out.path() / "config.json", hf.dump(2) + "\n");
   out.commit();

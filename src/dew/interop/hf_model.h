@@ -31,13 +31,13 @@ HfModel load_hf_model(const std::filesystem::path& dir, c10::ScalarType dtype = 
 
 struct HfExportOptions {
   std::optional<std::int64_t> bos_token_id, eos_token_id, pad_token_id;  // config.json and generation_config.json
-  // Shard size for the sharded writer; until formats' sharded checkpoint writer lands, one model.safetensors.
+  // Larger weights go to model-0000K-of-0000N.safetensors shards and model.safetensors.index.json.
   std::int64_t max_shard_bytes = 5'000'000'000;
 };
 
 // Writes DIR/config.json (config_to_hf of model_type, with torch_dtype = the parameters' dtype),
-// DIR/model.safetensors (parameters under their Hugging Face names, in their stored dtype; no lm_head.weight
-// when tied) and DIR/generation_config.json. The directory is built under a temporary sibling name and
+// DIR/model.safetensors, or shards and their index beyond max_shard_bytes (parameters under their Hugging
+// Face names, in their stored dtype; no lm_head.weight when tied) and DIR/generation_config.json. The directory is built under a temporary sibling name and
 // renamed into place when complete, so an interrupted export leaves no half directory (and an existing DIR
 // is replaced only then). Refuses, before writing anything, a config the family cannot express.
 void save_hf_model(const nn::CausalTransformer& model, const std::string& model_type, const std::filesystem::path& dir,
