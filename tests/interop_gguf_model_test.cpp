@@ -5,7 +5,6 @@
 //  - bad files: unknown architecture, unexpected and missing tensors, shapes that disagree with metadata;
 //  - the real SmolLM2-135M-Instruct Q4_1 GGUF (scripts/fetch_models.sh; skipped when absent): tokenizer ids,
 //    chat prompt, logits, 40 greedy tokens, and the chat answer naming Paris.
-#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -147,7 +146,8 @@ fs::path smollm2_path() {
 TEST(SmolLM2, MatchesTransformersAndAnswersParis) {
   fs::path path = smollm2_path();
   if (!fs::exists(path)) GTEST_SKIP() << path << " is absent: run scripts/fetch_models.sh to fetch it";
-  at::set_num_threads(2);
+  // One intra-op thread (the test default): on a loaded 2-core machine two OpenMP threads made this test
+  // 20x slower (barrier waits), while one thread runs it in about 10 s.
   const json f = read_json(test::fixtures() / "smollm2" / "smollm2.json");
 
   auto start = std::chrono::steady_clock::now();
@@ -173,7 +173,7 @@ TEST(SmolLM2, MatchesTransformersAndAnswersParis) {
   for (std::size_t i = 0; i < positions.size(); ++i)
     worst = std::max(worst, (logits[positions[i]].index_select(0, vocab_ids) - at::tensor(expected[i])).abs().max().item<double>());
   std::cout << "SmolLM2 largest logit difference from transformers: " << worst << "\n";
-  EXPECT_LT(worst, 1e-3);
+  EXPECT_LT(worst, 1e-4);  // measured 0 (bit-identical) on the development VM, one thread
   auto argmax = logits.argmax(-1);
   auto want_argmax = f["argmax"].get<std::vector<std::int64_t>>();
   for (std::size_t p = 0; p < want_argmax.size(); ++p) EXPECT_EQ(argmax[p].item<std::int64_t>(), want_argmax[p]) << p;
