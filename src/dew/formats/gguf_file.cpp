@@ -16,6 +16,9 @@ constexpr std::uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian 
 constexpr std::uint32_t kMaxDims = 4;         // GGML_MAX_DIMS
 constexpr int kMaxArrayNesting = 8;           // real files nest at most once; bounds recursion on bad input
 constexpr std::uint64_t kMaxAlignment = 1u << 20;
+// Array elements in all metadata together. Each is held as a GgufValue (about 80 bytes), so a file of
+// uint8 arrays would otherwise cost 80 times its size in memory; real vocabularies stay near 10^6.
+constexpr std::uint64_t kMaxArrayElements = std::uint64_t{1} << 24;
 
 // The smallest number of bytes a value of this type takes, used to bound counts before allocating.
 std::uint64_t min_value_bytes(GgufType type) {
@@ -76,7 +79,11 @@ class Cursor {
   const std::string& file_;
 };
 
-GgufValue read_value(Cursor& in, GgufType type, const std::string& key, const std::string& file, int depth);
+struct Budget {
+  std::uint64_t array_elements = 0;
+};
+
+GgufValue read_value(Cursor& in, GgufType type, const std::string& key, const std::string& file, int depth, Budget& budget);
 
 GgufType read_value_type(Cursor& in, const std::string& key, const std::string& file) {
   auto raw = in.read<std::uint32_t>("a value type");
@@ -86,20 +93,24 @@ GgufType read_value_type(Cursor& in, const std::string& key, const std::string& 
   return static_cast<GgufType>(raw);
 }
 
-GgufValue read_array(Cursor& in, const std::string& key, const std::string& file, int depth) {
+GgufValue read_array(Cursor& in, const std::string& key, const std::string& file, int depth, Budget& budget) {
   if (depth >= kMaxArrayNesting) dew::fail("'", file, "': key '", key, "' nests arrays deeper than ", kMaxArrayNesting);
   auto element_type = read_value_type(in, key, file);
   auto count = in.read<std::uint64_t>("an array length");
   in.check_count(count, min_value_bytes(element_type), "the length of array '" + key + "'");
+  budget.array_elements += count;
+  if (budget.array_elements > kMaxArrayElements) {
+    dew::fail("'", file, "': array '", key, "' brings the metadata to more than ", kMaxArrayElements, " array elements");
+  }
   std::vector<GgufValue> elements;
   elements.reserve(static_cast<std::size_t>(count));
-  for (std::uint64_t i = 0; i < count; ++i) elements.push_back(read_value(in, element_type, key, file, depth + 1));
+  for (std::uint64_t i = 0; i < count; ++i) elements.push_back(read_value(in, element_type, key, file, depth + 1, budget));
   GgufValue out = GgufValue::array(element_type, std::move(elements));
   out.key = key;
   return out;
 }
 
-GgufValue read_value(Cursor& in, GgufType type, const std::string& key, const std::string& file, int depth) {
+GgufValue read_value(Cursor& in, GgufType type, const std::string& key, const std::string& file, int depth, Budget& budget) {
   switch (type) {
     case GgufType::UInt8: return GgufValue::uint8(in.read<std::uint8_t>("a uint8"));
     case GgufType::Int8: return GgufValue::int8(in.read<std::int8_t>("an int8"));
@@ -113,7 +124,7 @@ GgufValue read_value(Cursor& in, GgufType type, const std::string& key, const st
     case GgufType::Float64: return GgufValue::float64(in.read<double>("a float64"));
     case GgufType::Bool: return GgufValue::boolean(in.read<std::uint8_t>("a bool") != 0);
     case GgufType::String: return GgufValue::string(in.read_string("a string value"));
-    case GgufType::Array: return read_array(in, key, file, depth);
+    case GgufType::Array: return read_array(in, key, file, depth, budget);
   }
   dew::fail("'", file, "': key '", key, "' has unknown value type ", static_cast<std::uint32_t>(type));
 }
@@ -165,10 +176,11 @@ void GgufFile::parse() {
 
   metadata_.reserve(static_cast<std::size_t>(kv_count));
   std::unordered_set<std::string> keys;
+  Budget budget;
   for (std::uint64_t i = 0; i < kv_count; ++i) {
     auto key = in.read_string("a metadata key");
     auto type = read_value_type(in, key, file);
-    auto value = read_value(in, type, key, file, 0);
+    auto value = read_value(in, type, key, file, 0, budget);
     value.key = key;
     if (!keys.insert(key).second) dew::fail("'", file, "': metadata key '", key, "' appears twice");
     metadata_.emplace_back(std::move(key), std::move(value));
