@@ -1,5 +1,6 @@
-// `dew generate RUN_DIR --prompt TEXT`: continue prompts with a trained run's model (the EMA weights
-// unless --live), decoding with the tokenizer the run was trained with. Greedy unless --temperature > 0.
+// `dew generate MODEL --prompt TEXT`: continue prompts with a model (a run directory: the EMA weights unless
+// --live; a Hugging Face checkpoint directory; a GGUF file), encoding and decoding with the model's own
+// tokenizer (BOS added where the tokenizer asks for it). Greedy unless --temperature > 0.
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -10,13 +11,13 @@
 #include "dew/cli/torch_threads.h"
 #include "dew/core/error.h"
 #include "dew/inference/generate.h"
-#include "dew/runs/lm_run.h"
+#include "dew/runs/model_source.h"
 
 namespace dew::cli {
 
 namespace {
 struct GenerateFlags {
-  std::string run_dir, device;
+  std::string model, device;
   std::vector<std::string> prompts;
   std::optional<std::int64_t> step;
   inference::Sampling sampling{.temperature = 0.0};
@@ -27,8 +28,8 @@ struct GenerateFlags {
 void add_generate_command(CLI::App& app) {
   auto flags = std::make_shared<GenerateFlags>();
   auto& s = flags->sampling;
-  auto* cmd = app.add_subcommand("generate", "Continue prompts with a trained run's model");
-  cmd->add_option("run_dir", flags->run_dir, "run directory written by `dew train`")->required();
+  auto* cmd = app.add_subcommand("generate", "Continue text with a model (a run, a Hugging Face directory or a GGUF file)");
+  cmd->add_option("model", flags->model, "run directory, Hugging Face checkpoint directory, or .gguf file")->required();
   cmd->add_option("--prompt", flags->prompts, "text to continue (repeatable: prompts are generated as one batch)")
       ->required();
   cmd->add_option("--max-new-tokens", s.max_new_tokens, "most tokens generated per continuation (64)");
@@ -47,16 +48,19 @@ void add_generate_command(CLI::App& app) {
 
   cmd->callback([flags] {
     use_available_threads();
-    auto run = runs::LMRun::open(flags->run_dir);
-    auto tokenizer = run.tokenizer();
-    const std::int64_t context = run.config().model.max_seq_len;
+    auto loaded = runs::load_model_source(flags->model, {.live = flags->live, .step = flags->step, .device = flags->device});
+    const auto& tokenizer = loaded.tokenizer.tokenizer;
+    const std::int64_t context = loaded.model->config().max_seq_len;
     inference::Sampling sampling = flags->sampling;
-    if (!flags->no_eos && tokenizer->eos_id()) sampling.eos_ids = {*tokenizer->eos_id()};
+    if (!flags->no_eos) {
+      sampling.eos_ids.assign(loaded.tokenizer.stop_ids.begin(), loaded.tokenizer.stop_ids.end());
+      if (sampling.eos_ids.empty() && loaded.tokenizer.eos_id) sampling.eos_ids = {*loaded.tokenizer.eos_id};
+    }
 
     std::vector<std::vector<std::int32_t>> prompts;
     std::int64_t longest = 0;
     for (std::size_t i = 0; i < flags->prompts.size(); ++i) {
-      auto ids = tokenizer->encode(flags->prompts[i]);
+      auto ids = loaded.tokenizer.encode(flags->prompts[i]);
       if (ids.empty()) fail("--prompt ", i + 1, " is empty; give some text to continue");
       if (static_cast<std::int64_t>(ids.size()) >= context) {
         fail("--prompt ", i + 1, " is ", ids.size(), " tokens but the model's context (model.max_seq_len) is ", context,
@@ -73,9 +77,7 @@ void add_generate_command(CLI::App& app) {
       sampling.max_new_tokens = fits;
     }
 
-    std::filesystem::path checkpoint;
-    auto model = run.load_model(flags->live, flags->step, flags->device, &checkpoint);
-    inference::Generation out = inference::generate(model, prompts, sampling);
+    inference::Generation out = inference::generate(loaded.model, prompts, sampling);
     for (std::int64_t row = 0; row < out.rows(); ++row) {
       const auto& tokens = out.tokens[static_cast<std::size_t>(row)];
       std::vector<data::TokenId> ids(tokens.begin(), tokens.end());
@@ -87,7 +89,7 @@ void add_generate_command(CLI::App& app) {
         j["tokens"] = tokens;
         j["logprobs"] = out.logprobs[static_cast<std::size_t>(row)];
         j["stopped_at_eos"] = static_cast<bool>(out.stopped_at_eos[static_cast<std::size_t>(row)]);
-        j["checkpoint"] = checkpoint.string();
+        j["model"] = loaded.description;
         // Decoded text can end inside a UTF-8 sequence (tokens are bytes); JSON gets U+FFFD there.
         std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
       } else {

@@ -20,7 +20,7 @@ namespace dew::cli {
 
 namespace {
 struct TrainFlags {
-  std::string data, out, config_file;
+  std::string data, out, config_file, init_from;
   std::vector<std::string> sets;
   bool print_config = false;
 };
@@ -41,6 +41,9 @@ void add_train_command(CLI::App& app) {
   lm->add_option("--data", flags->data, "token directory written by `dew tokenize` (sets data.path)");
   lm->add_option("--out", flags->out, "run directory: run.json, checkpoints, tracking/ (resumed if it holds a run)")
       ->required();
+  lm->add_option("--init-from", flags->init_from,
+                 "start from this model: a run directory, a Hugging Face checkpoint directory or a .gguf file "
+                 "(sets init.from; the data must use its tokenizer)");
   lm->add_option("--config", flags->config_file, "JSON file with any of the fields below, by section");
   lm->add_option("--set", flags->sets, "override one field: --set model.num_layers=6 (repeatable)");
   lm->add_flag("--print-config", flags->print_config, "print the effective config as JSON and exit");
@@ -51,6 +54,7 @@ void add_train_command(CLI::App& app) {
     const std::optional<runs::LMRunConfig> stored = runs::LMRun::stored_config(out);
     std::vector<std::string> overrides;
     if (!flags->data.empty()) overrides.push_back("data.path=" + flags->data);
+    if (!flags->init_from.empty()) overrides.push_back("init.from=" + flags->init_from);
     overrides.insert(overrides.end(), flags->sets.begin(), flags->sets.end());
     std::optional<std::filesystem::path> file;
     if (!flags->config_file.empty()) file = flags->config_file;

@@ -8,6 +8,8 @@
 #include "dew/data/token_files.h"
 #include "dew/data/token_windows.h"
 #include "dew/objectives/lm_objective.h"
+#include "dew/nn/dtype.h"
+#include "dew/runs/model_source.h"
 #include "dew/runs/run_directory.h"
 #include "dew/training/checkpoint.h"
 #include "dew/training/evaluate.h"
@@ -22,6 +24,7 @@ constexpr const char* kKind = "lm";
 
 // Everything that can be checked before a byte is written; fills model.vocab_size from the data.
 void resolve_against_data(LMRunConfig& config) {
+  if (!config.init.from.empty()) config.init.from = fs::absolute(config.init.from).lexically_normal().string();
   auto& d = config.data;
   if (d.path.empty()) fail("data.path is not set: pass --data DIR, a token directory written by `dew tokenize`");
   std::error_code ec;
@@ -71,6 +74,32 @@ std::string value_at(const config::Json& root, const std::string& dotted) {
   return at->dump();
 }
 
+// A fresh fine-tuning run takes the architecture from the model it starts from; only the compute and
+// storage dtypes stay the run's choice.
+void adopt_model_config(LMRunConfig& config, const LoadedModel& init) {
+  nn::CausalTransformerConfig model = init.model->config();
+  model.dtype = config.model.dtype;
+  model.param_dtype = config.model.param_dtype;
+  config.model = model;
+  config.init.model_type = init.model_type;
+}
+
+// The data must have been tokenized with the model's own tokenizer: same vocabulary size and the same ids
+// for a probe of prose, digits, whitespace, accents and emoji (special tokens as written).
+void check_same_tokenizer(const LoadedModel& init, const LMRunConfig& config) {
+  const data::TokenMeta meta = data::read_token_meta(config.data.path);
+  auto data_tokenizer = data::load_token_tokenizer(config.data.path, meta);
+  const auto& model_tokenizer = *init.tokenizer.tokenizer;
+  const std::string probe = "Once upon a time, in 1813, Mr. Darcy said:\n\t\"It's naïve — déjà vu 🦄!\"  ";
+  const bool same_size = data_tokenizer->vocab_size() == model_tokenizer.vocab_size();
+  if (!same_size || data_tokenizer->encode(probe) != model_tokenizer.encode(probe)) {
+    fail("the data in '", config.data.path, "' was tokenized with '", meta.tokenizer_source, "' (vocabulary ",
+         data_tokenizer->vocab_size(), ") but init.from '", config.init.from, "' uses another tokenizer (vocabulary ",
+         model_tokenizer.vocab_size(), (same_size ? ", different ids" : ""),
+         "); tokenize the text with the model's tokenizer: dew tokenize --tokenizer <the model> ...");
+  }
+}
+
 LMRunConfig config_from(const RunFile& run, const fs::path& run_dir) {
   if (run.kind != kKind) {
     fail("'", run_file_path(run_dir).string(), "' is a \"", run.kind, "\" run, not a language-model (\"lm\") run");
@@ -98,7 +127,13 @@ std::optional<LMRunConfig> LMRun::stored_config(const fs::path& run_dir) {
 }
 
 LMRun LMRun::start(const fs::path& run_dir, LMRunConfig config) {
+  std::optional<LoadedModel> init;
+  if (!config.init.from.empty() && !holds_run(run_dir)) {
+    init = load_model_source(config.init.from, {.device = "cpu"});
+    adopt_model_config(config, *init);
+  }
   resolve_against_data(config);
+  if (init) check_same_tokenizer(*init, config);
   if (holds_run(run_dir)) {
     RunFile stored = read_run_file(run_dir);
     LMRunConfig before = config_from(stored, run_dir);
@@ -117,7 +152,14 @@ LMRun LMRun::start(const fs::path& run_dir, LMRunConfig config) {
   }
   check_fresh_run_dir(run_dir);
   fs::create_directories(run_dir);
-  RunFile file{kKind, copy_tokenizer(config, run_dir), config::to_json(config)};
+  std::string tokenizer;
+  if (init) {
+    data::save_pretrained_tokenizer(init->tokenizer, run_dir / "tokenizer");  // with its chat template
+    tokenizer = "tokenizer";
+  } else {
+    tokenizer = copy_tokenizer(config, run_dir);
+  }
+  RunFile file{kKind, tokenizer, config::to_json(config)};
   write_run_file(run_dir, file);  // last: a directory with run.json is a complete run to resume
   return LMRun(run_dir, std::move(config), file.tokenizer, /*resumed=*/false);
 }
@@ -163,7 +205,11 @@ std::unique_ptr<data::BatchSource> LMRun::batches(data::Split split) const {
 }
 
 training::FitResult LMRun::train(std::FILE* out) const {
-  objectives::LMObjective objective(build_model(), config_.objective_config());
+  // A fine-tuning run's first segment starts from init.from's weights; later segments from checkpoints.
+  const bool from_pretrained = !config_.init.from.empty() && !training::latest_checkpoint(dir_);
+  nn::CausalTransformer model = from_pretrained ? load_model_source(config_.init.from, {.device = "cpu"}).model : build_model();
+  if (from_pretrained) model->to(nn::parse_dtype(config_.model.param_dtype));
+  objectives::LMObjective objective(model, config_.objective_config());
   training::TrainerConfig trainer_config = config_.trainer;
   if (trainer_config.flops_per_token == 0) {
     trainer_config.flops_per_token = training::decoder_flops_per_token(config_.model, config_.data.seq_len);
@@ -173,6 +219,7 @@ training::FitResult LMRun::train(std::FILE* out) const {
   if (!val_rows && out) std::fprintf(out, "note: the validation split is shorter than one row; no validation\n");
   training::Trainer trainer(objective, config_.optim, trainer_config, dir_);
   trainer.set_output(out);
+  if (from_pretrained) trainer.use_current_parameters();
   return trainer.fit(*train_rows, val_rows.get());
 }
 

@@ -43,6 +43,18 @@ struct LMLossConfig {
   }
 };
 
+// Fine-tuning: start from a published or earlier model instead of random weights.
+struct LMInitConfig {
+  std::string from;        // a run directory, a Hugging Face checkpoint directory or a .gguf file; "" = random init
+  std::string model_type;  // the Hugging Face family of `from` (filled in), used by `dew export`
+
+  template <class V>
+  void fields(V& v) {
+    v("from", from, "start from this model (run dir, Hugging Face dir or .gguf; --init-from sets it); \"\" = random");
+    v("model_type", model_type, "Hugging Face family of init.from (filled in when the run starts)");
+  }
+};
+
 // The defaults are a small decoder that trains in minutes on a laptop CPU: 4 layers of 256 features.
 struct LMRunConfig {
   nn::CausalTransformerConfig model;
@@ -50,9 +62,11 @@ struct LMRunConfig {
   LMLossConfig lm;
   training::OptimConfig optim;
   training::TrainerConfig trainer;
+  LMInitConfig init;
 
   template <class V>
   void fields(V& v) {
+    v("init", init);
     v("model", model);
     v("data", data);
     v("lm", lm);

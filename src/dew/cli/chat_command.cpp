@@ -1,0 +1,124 @@
+// `dew chat MODEL`: answer with the model's chat template. With --prompt, one answer; without, an
+// interactive conversation on stdin (one user message per line; /reset starts over, /exit or EOF ends)
+// that keeps every turn, dropping the oldest turns (never the system message) when the context is full.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dew/cli/commands.h"
+#include "dew/cli/torch_threads.h"
+#include "dew/core/error.h"
+#include "dew/inference/generate.h"
+#include "dew/runs/model_source.h"
+
+namespace dew::cli {
+
+namespace {
+struct ChatFlags {
+  std::string model, device, system, prompt;
+  std::optional<std::int64_t> step;
+  inference::Sampling sampling{.temperature = 0.0, .max_new_tokens = 256};
+  bool live = false;
+};
+
+class Conversation {
+ public:
+  Conversation(runs::LoadedModel& loaded, const inference::Sampling& sampling, const std::string& system)
+      : loaded_(loaded), sampling_(sampling) {
+    if (!system.empty()) messages_.push_back({{"role", "system"}, {"content", system}});
+    system_messages_ = messages_.size();
+    sampling_.eos_ids.assign(loaded.tokenizer.stop_ids.begin(), loaded.tokenizer.stop_ids.end());
+    if (sampling_.eos_ids.empty() && loaded.tokenizer.eos_id) sampling_.eos_ids = {*loaded.tokenizer.eos_id};
+  }
+
+  void reset() { messages_.erase(messages_.begin() + static_cast<std::ptrdiff_t>(system_messages_), messages_.end()); }
+
+  std::string answer(const std::string& user) {
+    messages_.push_back({{"role", "user"}, {"content", user}});
+    const std::int64_t context = loaded_.model->config().max_seq_len;
+    std::vector<data::TokenId> ids;
+    for (;;) {
+      // The template writes the special tokens (BOS, turn markers) itself, so they are encoded as such.
+      ids = loaded_.tokenizer.tokenizer->encode(loaded_.tokenizer.render_chat(messages_, /*add_generation_prompt=*/true),
+                                                /*allow_special=*/true);
+      if (static_cast<std::int64_t>(ids.size()) + 1 <= context) break;
+      if (messages_.size() <= system_messages_ + 1) {
+        messages_.erase(messages_.size() - 1);
+        fail("the message is ", ids.size(), " tokens with the chat template, more than the model's context of ", context,
+             " tokens; send a shorter message");
+      }
+      messages_.erase(messages_.begin() + static_cast<std::ptrdiff_t>(system_messages_));  // the oldest turn
+      std::fprintf(stderr, "note: the conversation outgrew the context (%lld tokens); dropped the oldest message\n",
+                   static_cast<long long>(context));
+    }
+    inference::Sampling sampling = sampling_;
+    sampling.max_new_tokens = std::min<std::int64_t>(sampling.max_new_tokens, context - static_cast<std::int64_t>(ids.size()));
+    std::vector<std::vector<std::int32_t>> prompts{{ids.begin(), ids.end()}};
+    auto out = inference::generate(loaded_.model, prompts, sampling);
+    std::vector<data::TokenId> reply(out.tokens[0].begin(), out.tokens[0].end());
+    if (out.stopped_at_eos[0] && !reply.empty()) reply.pop_back();  // the end-of-turn token is not text
+    std::string text = loaded_.tokenizer.tokenizer->decode(reply);
+    messages_.push_back({{"role", "assistant"}, {"content", text}});
+    return text;
+  }
+
+ private:
+  runs::LoadedModel& loaded_;
+  inference::Sampling sampling_;
+  nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
+  std::size_t system_messages_ = 0;
+};
+}  // namespace
+
+void add_chat_command(CLI::App& app) {
+  auto flags = std::make_shared<ChatFlags>();
+  auto& s = flags->sampling;
+  auto* cmd = app.add_subcommand("chat", "Chat with a model through its chat template (a run, a Hugging Face directory or a GGUF file)");
+  cmd->add_option("model", flags->model, "run directory, Hugging Face checkpoint directory, or .gguf file")->required();
+  cmd->add_option("--prompt", flags->prompt, "one user message: print the answer and exit (default: interactive on stdin)");
+  cmd->add_option("--system", flags->system, "a system message placed first in the conversation");
+  cmd->add_option("--max-new-tokens", s.max_new_tokens, "most tokens per answer (256)");
+  cmd->add_option("--temperature", s.temperature, "softmax temperature; 0 = greedy (the default)");
+  cmd->add_option("--top-k", s.top_k, "keep only the k most likely tokens; 0 = off");
+  cmd->add_option("--top-p", s.top_p, "nucleus sampling threshold; 1 = off");
+  cmd->add_option("--min-p", s.min_p, "drop tokens less likely than min_p times the most likely; 0 = off");
+  cmd->add_option("--repetition-penalty", s.repetition_penalty, "penalty on tokens already present; 1 = off");
+  cmd->add_option("--seed", s.seed, "sampler seed (0)");
+  cmd->add_option("--step", flags->step, "runs: checkpoint step to load (default: the newest)");
+  cmd->add_option("--device", flags->device, "cpu, cuda, cuda:N");
+  cmd->add_flag("--live", flags->live, "runs: the live weights instead of the EMA copy");
+
+  cmd->callback([flags] {
+    use_available_threads();
+    auto loaded = runs::load_model_source(flags->model, {.live = flags->live, .step = flags->step, .device = flags->device});
+    if (!loaded.tokenizer.chat_template) {
+      fail("'", flags->model, "' has no chat template (", loaded.description,
+           "); use `dew generate` to continue plain text");
+    }
+    Conversation chat(loaded, flags->sampling, flags->system);
+    if (!flags->prompt.empty()) {
+      std::printf("%s\n", chat.answer(flags->prompt).c_str());
+      return;
+    }
+    std::fprintf(stderr, "chatting with %s; one message per line, /reset to start over, /exit or Ctrl-D to end\n",
+                 loaded.description.c_str());
+    std::string line;
+    for (;;) {
+      std::fprintf(stderr, "> ");
+      std::fflush(stderr);
+      if (!std::getline(std::cin, line) || line == "/exit") break;
+      if (line.empty()) continue;
+      if (line == "/reset") {
+        chat.reset();
+        continue;
+      }
+      std::printf("%s\n", chat.answer(line).c_str());
+      std::fflush(stdout);
+    }
+  });
+}
+
+}  // namespace dew::cli

@@ -1,0 +1,41 @@
+#pragma once
+// What `dew generate`, `dew chat` and `dew train lm --init-from` accept as MODEL, opened as one thing:
+//
+//   a run directory      (run.json: `dew train` output; the newest checkpoint, EMA weights unless live)
+//   a Hugging Face directory (config.json + model.safetensors or a sharded index, and its tokenizer files)
+//   a GGUF file          (*.gguf: weights dequantized, tokenizer and chat template from its metadata)
+//
+// The model comes back on the requested device in eval mode, with the tokenizer it was trained with.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "dew/data/tokenizers/pretrained_tokenizer.h"
+#include "dew/nn/causal_transformer.h"
+
+namespace dew::runs {
+
+enum class ModelSourceKind { run, hugging_face, gguf };
+const char* model_source_kind_name(ModelSourceKind kind);  // "run", "hf", "gguf"
+
+// Which of the three `path` is; the error says what each would need.
+ModelSourceKind detect_model_source(const std::filesystem::path& path);
+
+struct ModelLoadOptions {
+  bool live = false;                  // runs: the trained parameters instead of the EMA copy
+  std::optional<std::int64_t> step;   // runs: this checkpoint instead of the newest
+  std::string device;                 // "" = the run's trainer.device, else cpu for checkpoints
+};
+
+struct LoadedModel {
+  nn::CausalTransformer model{nullptr};
+  data::PretrainedTokenizer tokenizer;
+  ModelSourceKind kind = ModelSourceKind::run;
+  std::string model_type;   // the Hugging Face family to export as ("llama", "qwen3", ...)
+  std::string description;  // for logs: which file and checkpoint were read
+};
+
+LoadedModel load_model_source(const std::filesystem::path& path, const ModelLoadOptions& options = {});
+
+}  // namespace dew::runs
