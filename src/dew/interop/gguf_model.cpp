@@ -72,7 +72,7 @@ GgufModel load_gguf_model(const std::filesystem::path& path, c10::ScalarType dty
   GgufModel out;
   out.architecture = architecture_of(file);
   out.tokenizer = gguf_file_tokenizer(file);
-  out.model = nn::CausalTransformer(gguf_model_config(file, dtype));
+  out.model = nn::CausalTransformer(gguf_model_config(file, dtype), nn::ParameterInit::none);
   load_gguf_weights(*out.model, file, out.architecture);
   out.model->eval();
   return out;

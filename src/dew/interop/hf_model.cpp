@@ -63,7 +63,7 @@ HfModel load_hf_model(const fs::path& dir, c10::ScalarType dtype) {
   out.model_type = out.hf_config.value("model_type", "");
   config.dtype = config.param_dtype = nn::dtype_name(dtype);
   formats::SafetensorsCheckpoint weights(dir);
-  out.model = nn::CausalTransformer(config);
+  out.model = nn::CausalTransformer(config, nn::ParameterInit::none);  // every weight is loaded next
   load_weights(out.model, weights, dir);
   out.model->eval();
   return out;

@@ -48,7 +48,8 @@ DecoderStackImpl::DecoderStackImpl(const CausalTransformerConfig& config, c10::S
   norm = register_module("norm", make_norm(config, param_dtype));
 }
 
-CausalTransformerImpl::CausalTransformerImpl(CausalTransformerConfig config) : config_(std::move(config)) {
+CausalTransformerImpl::CausalTransformerImpl(CausalTransformerConfig config, ParameterInit init)
+    : config_(std::move(config)) {
   config_.validate();
   compute_dtype_ = parse_dtype(config_.dtype);
   param_dtype_ = parse_dtype(config_.param_dtype);
@@ -56,7 +57,7 @@ CausalTransformerImpl::CausalTransformerImpl(CausalTransformerConfig config) : c
   if (!config_.tie_embeddings) {
     lm_head = register_module("lm_head", Linear(config_.emb_features, config_.vocab_size, false, param_dtype_));
   }
-  init_parameters(0);
+  if (init == ParameterInit::seeded) init_parameters(0);
 }
 
 const at::Tensor& CausalTransformerImpl::output_weight() const {

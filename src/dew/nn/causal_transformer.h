@@ -47,9 +47,15 @@ class DecoderStackImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DecoderStack);
 
+// What the constructor puts in the parameters: the seed-0 initialisation, or nothing (norm scales are still
+// the identity) for a model whose weights are about to be loaded -- initialising 135M parameters only to
+// overwrite them took most of a checkpoint's load time.
+enum class ParameterInit { seeded, none };
+
 class CausalTransformerImpl : public torch::nn::Module {
  public:
-  explicit CausalTransformerImpl(CausalTransformerConfig config);  // validates the config
+  // Validates the config.
+  explicit CausalTransformerImpl(CausalTransformerConfig config, ParameterInit init = ParameterInit::seeded);
 
   // Logits in fp32, [B, S, vocab_size] (soft-capped when final_logit_softcap > 0).
   at::Tensor forward(const DecoderInputs& inputs);

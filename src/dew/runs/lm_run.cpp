@@ -180,7 +180,7 @@ std::unique_ptr<data::Tokenizer> LMRun::tokenizer() const {
   return data::load_tokenizer((dir_ / tokenizer_).string());
 }
 
-nn::CausalTransformer LMRun::build_model() const { return nn::CausalTransformer(config_.model); }
+nn::CausalTransformer LMRun::build_model() const { return nn::CausalTransformer(config_.model, nn::ParameterInit::none); }
 
 std::unique_ptr<data::BatchSource> LMRun::batches(data::Split split) const {
   const auto& d = config_.data;

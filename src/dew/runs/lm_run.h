@@ -40,7 +40,8 @@ class LMRun {
   bool resumed() const { return resumed_; }  // start() found a run in the directory
 
   std::unique_ptr<data::Tokenizer> tokenizer() const;
-  // The decoder with uninitialised parameters, on the CPU.
+  // The decoder with uninitialised parameters (ParameterInit::none: a checkpoint or objective.init fills
+  // them), on the CPU.
   nn::CausalTransformer build_model() const;
   // Rows from one split (shuffled per epoch for train, in order for val), behind a prefetcher when
   // data.prefetch > 0. nullptr when the split is shorter than one row (a tiny validation split).
