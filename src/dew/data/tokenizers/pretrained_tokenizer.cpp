@@ -83,13 +83,13 @@ std::vector<TokenId> id_list(const Json& value, const fs::path& path, const char
 bool post_processor_adds(const std::string& post_processor_json, const std::string& bos) {
   if (post_processor_json.empty() || bos.empty()) return false;
   Json pp = Json::parse(post_processor_json, nullptr, /*allow_exceptions=*/false);
-  std::vector<const Json*> todo{&pp};
-  while (!todo.empty()) {
-    const Json* node = todo.back();
-    todo.pop_back();
+  std::vector<const Json*> pending{&pp};
+  while (!pending.empty()) {
+    const Json* node = pending.back();
+    pending.pop_back();
     if (!node->is_object()) continue;
     if (node->value("type", "") == "Sequence" && node->contains("processors") && (*node)["processors"].is_array()) {
-      for (const Json& p : (*node)["processors"]) todo.push_back(&p);
+      for (const Json& p : (*node)["processors"]) pending.push_back(&p);
     } else if (node->value("type", "") == "TemplateProcessing" && node->contains("single") &&
                (*node)["single"].is_array() && !(*node)["single"].empty()) {
       const Json& first = (*node)["single"][0];

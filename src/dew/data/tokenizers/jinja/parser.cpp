@@ -133,7 +133,7 @@ class Parser {
       body.push_back(parse_call_block());
     } else if (keyword == "filter") {
       auto node = make(NodeType::FilterBlock);
-      node->expr = parse_filter_chain(placeholder());
+      node->expr = parse_filter_chain(block_body_input());
       expect_block_end();
       node->body = parse_body({"endfilter"});
       next();
@@ -218,7 +218,7 @@ class Parser {
     }
     if (!node->attribute.empty() || node->targets.size() != 1) error("expected '='");
     node->type = NodeType::SetBlock;
-    if (accept_op("|")) node->expr = parse_filter_chain(placeholder());
+    if (accept_op("|")) node->expr = parse_filter_chain(block_body_input());
     expect_block_end();
     node->body = parse_body({"endset"});
     next();
@@ -266,10 +266,8 @@ class Parser {
     return node;
   }
 
-  ExprPtr placeholder() {
-    auto e = expr(ExprType::Name);
-    return e;
-  }
+  // The input of a filter block's or set block's filters: the rendered body, supplied at run time.
+  ExprPtr block_body_input() { return expr(ExprType::Name); }
 
   ExprPtr expr(ExprType type) {
     auto e = std::make_unique<Expr>();
