@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "dew/cli/commands.h"
-#include "dew/cli/torch_threads.h"
+#include "dew/cli/model_options.h"
 #include "dew/core/error.h"
 #include "dew/inference/generate.h"
 #include "dew/runs/model_source.h"
@@ -18,10 +18,9 @@ namespace dew::cli {
 
 namespace {
 struct ChatFlags {
-  std::string model, device, system, prompt;
-  std::optional<std::int64_t> step;
+  ModelFlags model;
+  std::string system, prompt;
   inference::Sampling sampling{.temperature = 0.0, .max_new_tokens = 256};
-  bool live = false;
 };
 
 class Conversation {
@@ -31,7 +30,6 @@ class Conversation {
     if (!system.empty()) messages_.push_back({{"role", "system"}, {"content", system}});
     system_messages_ = messages_.size();
     sampling_.eos_ids.assign(loaded.tokenizer.stop_ids.begin(), loaded.tokenizer.stop_ids.end());
-    if (sampling_.eos_ids.empty() && loaded.tokenizer.eos_id) sampling_.eos_ids = {*loaded.tokenizer.eos_id};
   }
 
   void reset() { messages_.erase(messages_.begin() + static_cast<std::ptrdiff_t>(system_messages_), messages_.end()); }
@@ -75,27 +73,16 @@ class Conversation {
 
 void add_chat_command(CLI::App& app) {
   auto flags = std::make_shared<ChatFlags>();
-  auto& s = flags->sampling;
   auto* cmd = app.add_subcommand("chat", "Chat with a model through its chat template (a run, a Hugging Face directory or a GGUF file)");
-  cmd->add_option("model", flags->model, "run directory, Hugging Face checkpoint directory, or .gguf file")->required();
+  add_model_options(cmd, flags->model);
   cmd->add_option("--prompt", flags->prompt, "one user message: print the answer and exit (default: interactive on stdin)");
   cmd->add_option("--system", flags->system, "a system message placed first in the conversation");
-  cmd->add_option("--max-new-tokens", s.max_new_tokens, "most tokens per answer (256)");
-  cmd->add_option("--temperature", s.temperature, "softmax temperature; 0 = greedy (the default)");
-  cmd->add_option("--top-k", s.top_k, "keep only the k most likely tokens; 0 = off");
-  cmd->add_option("--top-p", s.top_p, "nucleus sampling threshold; 1 = off");
-  cmd->add_option("--min-p", s.min_p, "drop tokens less likely than min_p times the most likely; 0 = off");
-  cmd->add_option("--repetition-penalty", s.repetition_penalty, "penalty on tokens already present; 1 = off");
-  cmd->add_option("--seed", s.seed, "sampler seed (0)");
-  cmd->add_option("--step", flags->step, "runs: checkpoint step to load (default: the newest)");
-  cmd->add_option("--device", flags->device, "cpu, cuda, cuda:N");
-  cmd->add_flag("--live", flags->live, "runs: the live weights instead of the EMA copy");
+  add_sampling_options(cmd, flags->sampling);
 
   cmd->callback([flags] {
-    use_available_threads();
-    auto loaded = runs::load_model_source(flags->model, {.live = flags->live, .step = flags->step, .device = flags->device});
+    auto loaded = load_model(flags->model);
     if (!loaded.tokenizer.chat_template) {
-      fail("'", flags->model, "' has no chat template (", loaded.description,
+      fail("'", flags->model.model, "' has no chat template (", loaded.description,
            "); use `dew generate` to continue plain text");
     }
     Conversation chat(loaded, flags->sampling, flags->system);

@@ -13,7 +13,7 @@
 #include <system_error>
 
 #include "dew/cli/commands.h"
-#include "dew/cli/torch_threads.h"
+#include "dew/cli/model_options.h"
 #include "dew/core/atomic_file.h"
 #include "dew/core/error.h"
 #include "dew/formats/gguf_file.h"
@@ -26,10 +26,10 @@ namespace dew::cli {
 
 namespace {
 struct ExportFlags {
-  std::string model, dest, format = "hf", type, model_type;
-  std::optional<std::int64_t> step;
+  ModelFlags model{.device = "cpu"};
+  std::string dest, format = "hf", type, model_type;
   std::int64_t max_shard_mb = 5000;
-  bool live = false, force = false;
+  bool force = false;
 };
 
 void refuse_existing(const std::filesystem::path& dest, bool force) {
@@ -48,14 +48,12 @@ std::optional<std::int64_t> id_or_none(const std::optional<data::TokenId>& id) {
 void add_export_command(CLI::App& app) {
   auto flags = std::make_shared<ExportFlags>();
   auto* cmd = app.add_subcommand("export", "Write a model as a Hugging Face checkpoint directory or a GGUF file");
-  cmd->add_option("model", flags->model, "run directory, Hugging Face checkpoint directory, or .gguf file")->required();
+  add_model_options(cmd, flags->model, /*with_device=*/false);
   cmd->add_option("dest", flags->dest, "output directory (hf) or file (gguf)")->required();
   cmd->add_option("--format", flags->format, "hf (default) or gguf");
   cmd->add_option("--type", flags->type, "weights: hf float32|bfloat16|float16 (default: as stored); gguf f32|f16|q8_0 (default f16)");
   cmd->add_option("--model-type", flags->model_type, "Hugging Face family / GGUF architecture to write (default: the model's)");
   cmd->add_option("--max-shard-mb", flags->max_shard_mb, "hf: largest safetensors shard in MB (5000)");
-  cmd->add_option("--step", flags->step, "runs: checkpoint step to export (default: the newest)");
-  cmd->add_flag("--live", flags->live, "runs: the live weights instead of the EMA copy");
   cmd->add_flag("--force", flags->force, "replace DEST if it exists");
 
   cmd->callback([flags] {
@@ -63,8 +61,7 @@ void add_export_command(CLI::App& app) {
     if (flags->max_shard_mb <= 0) fail("--max-shard-mb must be positive, got ", flags->max_shard_mb);
     const std::filesystem::path dest = flags->dest;
     refuse_existing(dest, flags->force);
-    use_available_threads();
-    auto loaded = runs::load_model_source(flags->model, {.live = flags->live, .step = flags->step, .device = "cpu"});
+    auto loaded = load_model(flags->model);
     const std::string model_type = flags->model_type.empty() ? loaded.model_type : flags->model_type;
 
     if (flags->format == "hf") {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dew/cli/commands.h"
-#include "dew/cli/torch_threads.h"
+#include "dew/cli/model_options.h"
 #include "dew/core/error.h"
 #include "dew/inference/generate.h"
 #include "dew/runs/model_source.h"
@@ -17,45 +17,30 @@ namespace dew::cli {
 
 namespace {
 struct GenerateFlags {
-  std::string model, device;
+  ModelFlags model;
   std::vector<std::string> prompts;
-  std::optional<std::int64_t> step;
   inference::Sampling sampling{.temperature = 0.0};
-  bool live = false, json = false, no_eos = false;
+  bool json = false, no_eos = false;
 };
 }  // namespace
 
 void add_generate_command(CLI::App& app) {
   auto flags = std::make_shared<GenerateFlags>();
-  auto& s = flags->sampling;
   auto* cmd = app.add_subcommand("generate", "Continue text with a model (a run, a Hugging Face directory or a GGUF file)");
-  cmd->add_option("model", flags->model, "run directory, Hugging Face checkpoint directory, or .gguf file")->required();
+  add_model_options(cmd, flags->model);
   cmd->add_option("--prompt", flags->prompts, "text to continue (repeatable: prompts are generated as one batch)")
       ->required();
-  cmd->add_option("--max-new-tokens", s.max_new_tokens, "most tokens generated per continuation (64)");
-  cmd->add_option("--temperature", s.temperature, "softmax temperature; 0 = greedy (the default)");
-  cmd->add_option("--top-k", s.top_k, "keep only the k most likely tokens; 0 = off");
-  cmd->add_option("--top-p", s.top_p, "nucleus sampling threshold; 1 = off");
-  cmd->add_option("--min-p", s.min_p, "drop tokens less likely than min_p times the most likely; 0 = off");
-  cmd->add_option("--repetition-penalty", s.repetition_penalty, "penalty on tokens already present; 1 = off");
-  cmd->add_option("--n", s.n, "continuations per prompt (1)");
-  cmd->add_option("--seed", s.seed, "sampler seed (0)");
-  cmd->add_option("--step", flags->step, "checkpoint step to load (default: the newest)");
-  cmd->add_option("--device", flags->device, "cpu, cuda, cuda:N (default: the run's trainer.device)");
-  cmd->add_flag("--live", flags->live, "use the live weights instead of the EMA copy");
+  add_sampling_options(cmd, flags->sampling);
+  cmd->add_option("--n", flags->sampling.n, "continuations per prompt (1)");
   cmd->add_flag("--no-eos", flags->no_eos, "do not stop at the tokenizer's end-of-text token");
   cmd->add_flag("--json", flags->json, "print one JSON object per continuation (text, tokens, logprobs)");
 
   cmd->callback([flags] {
-    use_available_threads();
-    auto loaded = runs::load_model_source(flags->model, {.live = flags->live, .step = flags->step, .device = flags->device});
+    auto loaded = load_model(flags->model);
     const auto& tokenizer = loaded.tokenizer.tokenizer;
     const std::int64_t context = loaded.model->config().max_seq_len;
     inference::Sampling sampling = flags->sampling;
-    if (!flags->no_eos) {
-      sampling.eos_ids.assign(loaded.tokenizer.stop_ids.begin(), loaded.tokenizer.stop_ids.end());
-      if (sampling.eos_ids.empty() && loaded.tokenizer.eos_id) sampling.eos_ids = {*loaded.tokenizer.eos_id};
-    }
+    if (!flags->no_eos) sampling.eos_ids.assign(loaded.tokenizer.stop_ids.begin(), loaded.tokenizer.stop_ids.end());
 
     std::vector<std::vector<std::int32_t>> prompts;
     std::int64_t longest = 0;

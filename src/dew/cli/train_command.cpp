@@ -51,14 +51,16 @@ void add_train_command(CLI::App& app) {
 
   lm->callback([flags] {
     const std::filesystem::path out = flags->out;
-    const std::optional<runs::LMRunConfig> stored = runs::LMRun::stored_config(out);
+    // Defaults for a fresh run; run.json's config when resuming.
+    runs::LMRunConfig base;
+    if (auto stored = runs::LMRun::stored_config(out)) base = std::move(*stored);
     std::vector<std::string> overrides;
     if (!flags->data.empty()) overrides.push_back("data.path=" + flags->data);
     if (!flags->init_from.empty()) overrides.push_back("init.from=" + flags->init_from);
     overrides.insert(overrides.end(), flags->sets.begin(), flags->sets.end());
     std::optional<std::filesystem::path> file;
     if (!flags->config_file.empty()) file = flags->config_file;
-    auto config = config::load<runs::LMRunConfig>(file, overrides, stored.value_or(runs::LMRunConfig{}));
+    auto config = config::load<runs::LMRunConfig>(file, overrides, std::move(base));
     if (flags->print_config) {
       std::printf("%s\n", config::to_json(config).dump(2).c_str());
       return;
