@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
     dew::nn::CausalTransformer model(config);
     dew::objectives::LMObjectiveConfig lm;
     lm.seq_len = o.seq;
-    lm.token_accuracy = false;  // the peers compute the loss only
+    lm.loss.token_accuracy = false;  // the peers compute the loss only
     dew::objectives::LMObjective objective(model, lm);
     RandomRows rows(o.vocab, o.seq, o.batch, o.seed + 1);
 

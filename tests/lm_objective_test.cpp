@@ -63,7 +63,7 @@ TEST(LMObjective, ChunkedCrossEntropyEqualsPlain) {
   auto text = io.load("text");
   auto S = text.size(1) - 1;
   LMObjective plain(fixture_model("qwen3"), {.seq_len = S});
-  LMObjective chunked(fixture_model("qwen3"), {.seq_len = S, .loss_chunk_tokens = 3});
+  LMObjective chunked(fixture_model("qwen3"), {.seq_len = S, .loss = {.loss_chunk_tokens = 3}});
   auto a = gradients_of(plain, text_batch(text));
   auto b = gradients_of(chunked, text_batch(text));
   EXPECT_NEAR(plain.loss(text_batch(text), 0).sum.item<double>(), chunked.loss(text_batch(text), 0).sum.item<double>(), 1e-4);
@@ -79,7 +79,7 @@ TEST(LMObjective, SoftcappedChunkedGradientsEqualPlain) {
     config.final_logit_softcap = 2.0;
     dew::nn::CausalTransformer capped(config);
     capped->init_parameters(3);
-    return LMObjective(capped, {.seq_len = 10, .loss_chunk_tokens = chunk});
+    return LMObjective(capped, {.seq_len = 10, .loss = {.loss_chunk_tokens = chunk}});
   };
   dew::formats::SafetensorsFile io(dew::test::fixtures() / "lm" / "llama" / "io.safetensors");
   auto text = io.load("text");
@@ -108,7 +108,7 @@ TEST(LMObjective, PackedRowEqualsDocumentsUnpacked) {
 }
 
 TEST(LMObjective, LossRoleSelectsTargets) {
-  LMObjective objective(fixture_model("qwen3"), {.seq_len = 5, .loss_role = 2});
+  LMObjective objective(fixture_model("qwen3"), {.seq_len = 5, .loss = {.loss_role = 2}});
   dew::data::Batch batch;
   batch.set("text", at::tensor({1, 2, 3, 4, 5, 6}, at::kLong).unsqueeze(0));
   batch.set("text_roles", at::tensor({1, 1, 1, 2, 2, 2}, at::kLong).unsqueeze(0));

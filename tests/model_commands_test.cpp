@@ -14,10 +14,6 @@ using dew::test::TempDir;
 
 namespace {
 
-std::string dew_cmd(const std::string& args) {
-  return "DEW_THREADS=1 '" + dew::test::dew_binary().string() + "' " + args;
-}
-
 fs::path tiny_gguf() { return dew::test::fixtures() / "smollm2" / "tiny" / "llama.gguf"; }
 
 nlohmann::json tiny_reference() {
@@ -32,7 +28,7 @@ std::string quoted(const std::string& text) {
 
 // Greedy tokens of `model` continuing the reference prompt, through `dew generate --json`.
 std::vector<int> greedy_tokens(const fs::path& model, int count) {
-  auto result = run_command(dew_cmd("generate '" + model.string() + "' --prompt " + quoted(tiny_reference()["text"]) +
+  auto result = run_command(dew::test::dew_single_threaded("generate '" + model.string() + "' --prompt " + quoted(tiny_reference()["text"]) +
                                     " --max-new-tokens " + std::to_string(count) + " --no-eos --json"));
   EXPECT_EQ(result.status, 0) << result.output;
   if (result.status != 0) return {};
@@ -47,13 +43,13 @@ TEST(ModelCommands, GenerateFromGgufEqualsTransformersGreedy) {
 }
 
 TEST(ModelCommands, ChatAnswersOnceOrInteractively) {
-  auto once = run_command(dew_cmd("chat '" + tiny_gguf().string() + "' --prompt 'The capital of France?' --max-new-tokens 4"));
+  auto once = run_command(dew::test::dew_single_threaded("chat '" + tiny_gguf().string() + "' --prompt 'The capital of France?' --max-new-tokens 4"));
   ASSERT_EQ(once.status, 0) << once.output;
   EXPECT_FALSE(once.output.empty());
 
   TempDir dir;
   dew::test::write_text(dir.path() / "input.txt", "first question\nsecond question\n/exit\n");
-  auto interactive = run_command(dew_cmd("chat '" + tiny_gguf().string() + "' --max-new-tokens 3 --system 'Be brief.' < '" +
+  auto interactive = run_command(dew::test::dew_single_threaded("chat '" + tiny_gguf().string() + "' --max-new-tokens 3 --system 'Be brief.' < '" +
                                          (dir.path() / "input.txt").string() + "'"));
   ASSERT_EQ(interactive.status, 0) << interactive.output;
   EXPECT_NE(interactive.output.find("chatting with GGUF llama model"), std::string::npos) << interactive.output;
@@ -66,7 +62,7 @@ TEST(ModelCommands, ChatAnswersOnceOrInteractively) {
 TEST(ModelCommands, ExportConvertsBetweenGgufAndHuggingFaceWithoutChangingTheModel) {
   TempDir dir;
   auto hf = dir.path() / "hf";
-  auto exported = run_command(dew_cmd("export '" + tiny_gguf().string() + "' '" + hf.string() + "'"));
+  auto exported = run_command(dew::test::dew_single_threaded("export '" + tiny_gguf().string() + "' '" + hf.string() + "'"));
   ASSERT_EQ(exported.status, 0) << exported.output;
   for (const char* file : {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json", "tokenizer_config.json"}) {
     EXPECT_TRUE(fs::exists(hf / file)) << file;
@@ -80,17 +76,17 @@ TEST(ModelCommands, ExportConvertsBetweenGgufAndHuggingFaceWithoutChangingTheMod
   EXPECT_EQ(greedy_tokens(hf, n), expected);  // the HF directory computes the same model
 
   auto gguf = dir.path() / "back.gguf";
-  auto back = run_command(dew_cmd("export '" + hf.string() + "' '" + gguf.string() + "' --format gguf --type f32"));
+  auto back = run_command(dew::test::dew_single_threaded("export '" + hf.string() + "' '" + gguf.string() + "' --format gguf --type f32"));
   ASSERT_EQ(back.status, 0) << back.output;
   EXPECT_EQ(greedy_tokens(gguf, n), expected);
 
-  auto again = run_command(dew_cmd("export '" + tiny_gguf().string() + "' '" + hf.string() + "'"));
+  auto again = run_command(dew::test::dew_single_threaded("export '" + tiny_gguf().string() + "' '" + hf.string() + "'"));
   EXPECT_EQ(again.status, 1);
   EXPECT_NE(again.output.find("already exists"), std::string::npos) << again.output;
-  auto bad_format = run_command(dew_cmd("export '" + tiny_gguf().string() + "' '" + (dir.path() / "x").string() + "' --format onnx"));
+  auto bad_format = run_command(dew::test::dew_single_threaded("export '" + tiny_gguf().string() + "' '" + (dir.path() / "x").string() + "' --format onnx"));
   EXPECT_EQ(bad_format.status, 1);
   EXPECT_NE(bad_format.output.find("use hf or gguf"), std::string::npos) << bad_format.output;
-  auto bad_type = run_command(dew_cmd("export '" + tiny_gguf().string() + "' '" + (dir.path() / "x.gguf").string() +
+  auto bad_type = run_command(dew::test::dew_single_threaded("export '" + tiny_gguf().string() + "' '" + (dir.path() / "x.gguf").string() +
                                       "' --format gguf --type q4_0"));
   EXPECT_EQ(bad_type.status, 1);
   EXPECT_NE(bad_type.output.find("use f32, f16 or q8_0"), std::string::npos) << bad_type.output;
@@ -103,7 +99,7 @@ TEST(ModelCommands, TrainInitFromFineTunesAPublishedModelWithItsTokenizer) {
   for (int i = 0; i < 40; ++i) text += "The capital of France is Paris, 2024. ";
   dew::test::write_text(dir.path() / "corpus.txt", text);
   auto tokens = dir.path() / "tokens";
-  auto tokenized = run_command(dew_cmd("tokenize --input '" + (dir.path() / "corpus.txt").string() + "' --out '" +
+  auto tokenized = run_command(dew::test::dew_single_threaded("tokenize --input '" + (dir.path() / "corpus.txt").string() + "' --out '" +
                                        tokens.string() + "' --tokenizer '" + tiny_gguf().string() + "' --val-fraction 0.2"));
   ASSERT_EQ(tokenized.status, 0) << tokenized.output;
 
@@ -111,7 +107,7 @@ TEST(ModelCommands, TrainInitFromFineTunesAPublishedModelWithItsTokenizer) {
   const std::string settings = " --set data.seq_len=16 --set trainer.batch_size=2 --set trainer.steps=2 --set trainer.log_every=1"
                                " --set trainer.peak_flops=1e9 --set trainer.device=cpu --set trainer.eval_batches=2"
                                " --set optim.learning_rate=0 --set optim.weight_decay=0";
-  auto trained = run_command(dew_cmd("train lm --data '" + tokens.string() + "' --out '" + run.string() + "' --init-from '" +
+  auto trained = run_command(dew::test::dew_single_threaded("train lm --data '" + tokens.string() + "' --out '" + run.string() + "' --init-from '" +
                                      tiny_gguf().string() + "'" + settings));
   ASSERT_EQ(trained.status, 0) << trained.output;
   auto stored = nlohmann::json::parse(dew::test::read_text(run / "run.json"));
@@ -122,17 +118,17 @@ TEST(ModelCommands, TrainInitFromFineTunesAPublishedModelWithItsTokenizer) {
   auto expected = tiny_reference()["continuation"].get<std::vector<int>>();
   EXPECT_EQ(greedy_tokens(run, static_cast<int>(expected.size())), expected);
 
-  auto chat = run_command(dew_cmd("chat '" + run.string() + "' --prompt 'hello' --max-new-tokens 3"));
+  auto chat = run_command(dew::test::dew_single_threaded("chat '" + run.string() + "' --prompt 'hello' --max-new-tokens 3"));
   EXPECT_EQ(chat.status, 0) << chat.output;  // the run kept the checkpoint's chat template
-  auto exported = run_command(dew_cmd("export '" + run.string() + "' '" + (dir.path() / "hf").string() + "'"));
+  auto exported = run_command(dew::test::dew_single_threaded("export '" + run.string() + "' '" + (dir.path() / "hf").string() + "'"));
   EXPECT_EQ(exported.status, 0) << exported.output;
   EXPECT_EQ(nlohmann::json::parse(dew::test::read_text(dir.path() / "hf" / "config.json"))["model_type"], "llama");
 
   // Data written with another tokenizer is refused before anything is written.
   auto bytes = dir.path() / "bytes";
-  ASSERT_EQ(run_command(dew_cmd("tokenize --input '" + (dir.path() / "corpus.txt").string() + "' --out '" + bytes.string() +
+  ASSERT_EQ(run_command(dew::test::dew_single_threaded("tokenize --input '" + (dir.path() / "corpus.txt").string() + "' --out '" + bytes.string() +
                                 "' --val-fraction 0.2")).status, 0);
-  auto refused = run_command(dew_cmd("train lm --data '" + bytes.string() + "' --out '" + (dir.path() / "run2").string() +
+  auto refused = run_command(dew::test::dew_single_threaded("train lm --data '" + bytes.string() + "' --out '" + (dir.path() / "run2").string() +
                                      "' --init-from '" + tiny_gguf().string() + "'" + settings));
   EXPECT_EQ(refused.status, 1);
   EXPECT_NE(refused.output.find("tokenize the text with the model's tokenizer"), std::string::npos) << refused.output;
@@ -141,17 +137,17 @@ TEST(ModelCommands, TrainInitFromFineTunesAPublishedModelWithItsTokenizer) {
 
 TEST(ModelCommands, ModelPathsThatAreNoModelAreNamed) {
   TempDir dir;
-  auto missing = run_command(dew_cmd("generate '" + (dir.path() / "nope").string() + "' --prompt hi"));
+  auto missing = run_command(dew::test::dew_single_threaded("generate '" + (dir.path() / "nope").string() + "' --prompt hi"));
   EXPECT_EQ(missing.status, 1);
   EXPECT_NE(missing.output.find("does not exist"), std::string::npos) << missing.output;
-  auto empty = run_command(dew_cmd("generate '" + dir.path().string() + "' --prompt hi"));
+  auto empty = run_command(dew::test::dew_single_threaded("generate '" + dir.path().string() + "' --prompt hi"));
   EXPECT_EQ(empty.status, 1);
   EXPECT_NE(empty.output.find("holds neither run.json"), std::string::npos) << empty.output;
   dew::test::write_text(dir.path() / "notes.txt", "x");
-  auto file = run_command(dew_cmd("chat '" + (dir.path() / "notes.txt").string() + "' --prompt hi"));
+  auto file = run_command(dew::test::dew_single_threaded("chat '" + (dir.path() / "notes.txt").string() + "' --prompt hi"));
   EXPECT_EQ(file.status, 1);
   EXPECT_NE(file.output.find("not a .gguf file"), std::string::npos) << file.output;
-  auto live = run_command(dew_cmd("generate '" + tiny_gguf().string() + "' --prompt hi --live"));
+  auto live = run_command(dew::test::dew_single_threaded("generate '" + tiny_gguf().string() + "' --prompt hi --live"));
   EXPECT_EQ(live.status, 1);
   EXPECT_NE(live.output.find("apply to run directories"), std::string::npos) << live.output;
 }

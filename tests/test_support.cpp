@@ -23,6 +23,10 @@ fs::path dew_binary() {
   return env ? fs::path(env) : fs::path(DEW_TEST_BIN_DEFAULT);
 }
 
+std::string dew_single_threaded(const std::string& args) {
+  return "DEW_THREADS=1 '" + dew_binary().string() + "' " + args;
+}
+
 TempDir::TempDir() {
   std::string pattern = (fs::temp_directory_path() / "dew-test-XXXXXX").string();
   if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");

@@ -7,6 +7,9 @@ namespace dew::test {
 
 std::filesystem::path fixtures();  // tests/fixtures (DEW_FIXTURES, set by ctest)
 std::filesystem::path dew_binary();  // the built `dew` (DEW_BIN, set by ctest)
+// A shell command line running the built `dew` with `args` on one intra-op thread (tiny models on a loaded
+// 2-core machine are all OpenMP barriers otherwise).
+std::string dew_single_threaded(const std::string& args);
 
 class TempDir {
  public:

@@ -13,11 +13,6 @@ using dew::test::TempDir;
 
 namespace {
 
-// One intra-op thread: the tiny model is all barriers otherwise on a loaded 2-core machine.
-std::string dew_cmd(const std::string& args) {
-  return "DEW_THREADS=1 '" + dew::test::dew_binary().string() + "' " + args;
-}
-
 const char* kTinyModel =
     " --set model.emb_features=32 --set model.num_layers=2 --set model.num_heads=4 --set model.mlp_features=48"
     " --set model.max_seq_len=48 --set data.seq_len=24 --set trainer.batch_size=4 --set trainer.log_every=2"
@@ -29,7 +24,7 @@ fs::path make_tokens(const fs::path& work) {
   std::string text;
   for (int i = 0; i < 60; ++i) text += "Once upon a time there was a little house by the sea. ";
   dew::test::write_text(work / "corpus.txt", text);
-  auto result = run_command(dew_cmd("tokenize --input '" + (work / "corpus.txt").string() + "' --out '" +
+  auto result = run_command(dew::test::dew_single_threaded("tokenize --input '" + (work / "corpus.txt").string() + "' --out '" +
                                     (work / "tokens").string() + "' --val-fraction 0.2"));
   EXPECT_EQ(result.status, 0) << result.output;
   return work / "tokens";
@@ -41,7 +36,7 @@ TEST(TrainCommand, TrainsEvaluatesGeneratesAndResumes) {
   TempDir work;
   auto tokens = make_tokens(work.path());
   auto run = work.path() / "run";
-  auto trained = run_command(dew_cmd("train lm --data '" + tokens.string() + "' --out '" + run.string() + "'" +
+  auto trained = run_command(dew::test::dew_single_threaded("train lm --data '" + tokens.string() + "' --out '" + run.string() + "'" +
                                      kTinyModel + " --set trainer.steps=8"));
   ASSERT_EQ(trained.status, 0) << trained.output;
   EXPECT_NE(trained.output.find("new run"), std::string::npos) << trained.output;
@@ -65,22 +60,22 @@ TEST(TrainCommand, TrainsEvaluatesGeneratesAndResumes) {
   EXPECT_TRUE(lines[3]["scalars"]["val/perplexity"].is_number());
 
   // dew eval agrees with the last validation the trainer logged (same EMA weights, whole split).
-  auto evaluated = run_command(dew_cmd("eval '" + run.string() + "' --json"));
+  auto evaluated = run_command(dew::test::dew_single_threaded("eval '" + run.string() + "' --json"));
   ASSERT_EQ(evaluated.status, 0) << evaluated.output;
   auto e = nlohmann::json::parse(evaluated.output);
   EXPECT_EQ(e["weights"], "ema");
   EXPECT_NEAR(e["ce"].get<double>(), lines[3]["scalars"]["val/ce"].get<double>(), 1e-5);
   EXPECT_NEAR(e["perplexity"].get<double>(), std::exp(e["ce"].get<double>()), 1e-6 * e["perplexity"].get<double>());
-  auto text_eval = run_command(dew_cmd("eval '" + run.string() + "'"));
+  auto text_eval = run_command(dew::test::dew_single_threaded("eval '" + run.string() + "'"));
   EXPECT_NE(text_eval.output.find("perplexity "), std::string::npos) << text_eval.output;
 
   // Greedy generation is deterministic and continues the prompt.
-  auto generate = dew_cmd("generate '" + run.string() + "' --prompt 'Once upon' --max-new-tokens 12");
+  auto generate = dew::test::dew_single_threaded("generate '" + run.string() + "' --prompt 'Once upon' --max-new-tokens 12");
   auto g1 = run_command(generate), g2 = run_command(generate);
   ASSERT_EQ(g1.status, 0) << g1.output;
   EXPECT_EQ(g1.output, g2.output);
   EXPECT_EQ(g1.output.rfind("Once upon", 0), 0u) << g1.output;
-  auto json = run_command(dew_cmd("generate '" + run.string() +
+  auto json = run_command(dew::test::dew_single_threaded("generate '" + run.string() +
                                   "' --prompt 'Once upon' --prompt 'sea' --max-new-tokens 5 --temperature 1 --n 2 --seed 3 --json"));
   ASSERT_EQ(json.status, 0) << json.output;
   std::istringstream rows(json.output);
@@ -94,7 +89,7 @@ TEST(TrainCommand, TrainsEvaluatesGeneratesAndResumes) {
   EXPECT_EQ(count, 4);  // 2 prompts x 2 continuations
 
   // Resume: the same command with more steps continues from step 8.
-  auto resumed = run_command(dew_cmd("train lm --out '" + run.string() + "' --set trainer.steps=12"));
+  auto resumed = run_command(dew::test::dew_single_threaded("train lm --out '" + run.string() + "' --set trainer.steps=12"));
   ASSERT_EQ(resumed.status, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resuming from"), std::string::npos) << resumed.output;
   EXPECT_TRUE(fs::exists(run / "12" / "params.safetensors"));
@@ -106,7 +101,7 @@ TEST(TrainCommand, BadInputGetsAClearErrorAndWritesNothing) {
   auto tokens = make_tokens(work.path());
   auto run = work.path() / "run";
   auto train = [&](const std::string& extra) {
-    return run_command(dew_cmd("train lm --data '" + tokens.string() + "' --out '" + run.string() + "'" + kTinyModel +
+    return run_command(dew::test::dew_single_threaded("train lm --data '" + tokens.string() + "' --out '" + run.string() + "'" + kTinyModel +
                                " --set trainer.steps=2 " + extra));
   };
   auto unknown = train("--set model.num_layerz=3");
@@ -119,7 +114,7 @@ TEST(TrainCommand, BadInputGetsAClearErrorAndWritesNothing) {
   auto vocab = train("--set model.vocab_size=100");
   EXPECT_EQ(vocab.status, 1);
   EXPECT_NE(vocab.output.find("uses a vocabulary of 256"), std::string::npos) << vocab.output;
-  auto no_data = run_command(dew_cmd("train lm --out '" + run.string() + "'"));
+  auto no_data = run_command(dew::test::dew_single_threaded("train lm --out '" + run.string() + "'"));
   EXPECT_EQ(no_data.status, 1);
   EXPECT_NE(no_data.output.find("pass --data DIR"), std::string::npos) << no_data.output;
   EXPECT_FALSE(fs::exists(run));
@@ -130,31 +125,31 @@ TEST(TrainCommand, BadInputGetsAClearErrorAndWritesNothing) {
   EXPECT_FALSE(fs::exists(run));
 
   ASSERT_EQ(train("").status, 0);
-  auto changed = run_command(dew_cmd("train lm --out '" + run.string() + "' --set model.num_layers=3"));
+  auto changed = run_command(dew::test::dew_single_threaded("train lm --out '" + run.string() + "' --set model.num_layers=3"));
   EXPECT_EQ(changed.status, 1);
   EXPECT_NE(changed.output.find("can change only trainer.*"), std::string::npos) << changed.output;
 
   std::string long_prompt(200, 'x');
-  auto too_long_prompt = run_command(dew_cmd("generate '" + run.string() + "' --prompt " + long_prompt));
+  auto too_long_prompt = run_command(dew::test::dew_single_threaded("generate '" + run.string() + "' --prompt " + long_prompt));
   EXPECT_EQ(too_long_prompt.status, 1);
   EXPECT_NE(too_long_prompt.output.find("--prompt 1 is 200 tokens but the model's context (model.max_seq_len) is 48"),
             std::string::npos) << too_long_prompt.output;
-  auto clamped = run_command(dew_cmd("generate '" + run.string() + "' --prompt " + std::string(40, 'x') +
+  auto clamped = run_command(dew::test::dew_single_threaded("generate '" + run.string() + "' --prompt " + std::string(40, 'x') +
                                      " --max-new-tokens 20"));
   EXPECT_EQ(clamped.status, 0) << clamped.output;
   EXPECT_NE(clamped.output.find("lowered to 8"), std::string::npos) << clamped.output;
 
-  auto not_a_run = run_command(dew_cmd("eval '" + tokens.string() + "'"));
+  auto not_a_run = run_command(dew::test::dew_single_threaded("eval '" + tokens.string() + "'"));
   EXPECT_EQ(not_a_run.status, 1);
   EXPECT_NE(not_a_run.output.find("is not a run directory"), std::string::npos) << not_a_run.output;
 
   // A checkpoint cut short (its params file truncated) is refused by path, for eval as for resuming.
   auto params = run / "2" / "params.safetensors";
   fs::resize_file(params, fs::file_size(params) / 2);
-  auto corrupt = run_command(dew_cmd("eval '" + run.string() + "'"));
+  auto corrupt = run_command(dew::test::dew_single_threaded("eval '" + run.string() + "'"));
   EXPECT_EQ(corrupt.status, 1);
   EXPECT_NE(corrupt.output.find("params.safetensors"), std::string::npos) << corrupt.output;
-  auto corrupt_resume = run_command(dew_cmd("train lm --out '" + run.string() + "' --set trainer.steps=4"));
+  auto corrupt_resume = run_command(dew::test::dew_single_threaded("train lm --out '" + run.string() + "' --set trainer.steps=4"));
   EXPECT_EQ(corrupt_resume.status, 1);
   EXPECT_NE(corrupt_resume.output.find("params.safetensors"), std::string::npos) << corrupt_resume.output;
   EXPECT_FALSE(fs::exists(run / "4"));

@@ -40,20 +40,20 @@ Loss LMObjective::compute(const data::Batch& batch) {
     auto target_seg = seg.narrow(1, 1, S);
     weights = weights & (target_seg != 0) & (target_seg == in.segment_ids);
   }
-  if (config_.loss_role >= 0 && batch.has("text_roles")) {
-    weights = weights & (batch.get("text_roles").narrow(1, 1, S) == config_.loss_role);
+  if (config_.loss.loss_role >= 0 && batch.has("text_roles")) {
+    weights = weights & (batch.get("text_roles").narrow(1, 1, S) == config_.loss.loss_role);
   }
   auto hidden = model_->hidden_states(in);
   auto E = hidden.size(-1);
   auto w = weights.reshape(-1).to(at::kFloat);
   auto sums = token_cross_entropy(hidden.reshape({-1, E}), model_->output_weight(), targets.reshape(-1), w,
-                                  model_->config().final_logit_softcap, config_.loss_chunk_tokens,
-                                  config_.token_accuracy);
+                                  model_->config().final_logit_softcap, config_.loss.loss_chunk_tokens,
+                                  config_.loss.token_accuracy);
   Loss out;
   out.count = w.sum().item<double>();
   out.sum = sums.loss_sum;
   out.metrics.add("ce", sums.loss_sum.detach().item<double>(), out.count);
-  if (config_.token_accuracy) out.metrics.add("token_accuracy", sums.correct.item<double>(), out.count);
+  if (config_.loss.token_accuracy) out.metrics.add("token_accuracy", sums.correct.item<double>(), out.count);
   return out;
 }
 

@@ -8,18 +8,28 @@
 
 namespace dew::objectives {
 
-struct LMObjectiveConfig {
-  std::int64_t seq_len = 256;
+// How targets are scored (the `lm.*` section of a run's config).
+struct LMLossConfig {
   std::int64_t loss_role = -1;          // -1 = every role
   bool token_accuracy = true;
   std::int64_t loss_chunk_tokens = 0;   // 0 = whole batch at once; N = logits N tokens at a time
 
   template <class V>
   void fields(V& v) {
-    v("seq_len", seq_len, "tokens the model reads per row (rows hold seq_len + 1 ids)");
     v("loss_role", loss_role, "train only on targets whose text_roles equals this; -1 = all");
     v("token_accuracy", token_accuracy, "also report the fraction of targets predicted exactly");
     v("loss_chunk_tokens", loss_chunk_tokens, "compute logits this many tokens at a time (bounds memory); 0 = all");
+  }
+};
+
+struct LMObjectiveConfig {
+  std::int64_t seq_len = 256;  // a run sets it from data.seq_len
+  LMLossConfig loss;
+
+  template <class V>
+  void fields(V& v) {
+    v("seq_len", seq_len, "tokens the model reads per row (rows hold seq_len + 1 ids)");
+    v("loss", loss);
   }
 };
 

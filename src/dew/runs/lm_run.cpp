@@ -161,7 +161,9 @@ LMRun LMRun::start(const fs::path& run_dir, LMRunConfig config) {
   }
   RunFile file{kKind, tokenizer, config::to_json(config)};
   write_run_file(run_dir, file);  // last: a directory with run.json is a complete run to resume
-  return LMRun(run_dir, std::move(config), file.tokenizer, /*resumed=*/false);
+  LMRun run(run_dir, std::move(config), file.tokenizer, /*resumed=*/false);
+  if (init) run.initial_model_ = init->model;
+  return run;
 }
 
 LMRun LMRun::open(const fs::path& run_dir) {
@@ -207,7 +209,9 @@ std::unique_ptr<data::BatchSource> LMRun::batches(data::Split split) const {
 training::FitResult LMRun::train(std::FILE* out) const {
   // A fine-tuning run's first segment starts from init.from's weights; later segments from checkpoints.
   const bool from_pretrained = !config_.init.from.empty() && !training::latest_checkpoint(dir_);
-  nn::CausalTransformer model = from_pretrained ? load_model_source(config_.init.from, {.device = "cpu"}).model : build_model();
+  nn::CausalTransformer model = !from_pretrained ? build_model()
+                                : initial_model_ ? initial_model_
+                                                 : load_model_source(config_.init.from, {.device = "cpu"}).model;
   if (from_pretrained) model->to(nn::parse_dtype(config_.model.param_dtype));
   objectives::LMObjective objective(model, config_.objective_config());
   training::TrainerConfig trainer_config = config_.trainer;

@@ -69,6 +69,9 @@ class LMRun {
   LMRunConfig config_;
   std::string tokenizer_;  // RunFile::tokenizer
   bool resumed_ = false;
+  // The init.from model start() loaded to adopt its architecture, kept for train() so a fresh
+  // fine-tuning run reads (and dequantizes) the checkpoint once.
+  nn::CausalTransformer initial_model_{nullptr};
 };
 
 }  // namespace dew::runs

@@ -29,20 +29,6 @@ struct LMDataConfig {
   }
 };
 
-// The objective's own settings (its seq_len is data.seq_len).
-struct LMLossConfig {
-  std::int64_t loss_role = -1;
-  bool token_accuracy = true;
-  std::int64_t loss_chunk_tokens = 0;
-
-  template <class V>
-  void fields(V& v) {
-    v("loss_role", loss_role, "train only on targets whose text_roles equals this; -1 = all");
-    v("token_accuracy", token_accuracy, "also report the fraction of targets predicted exactly");
-    v("loss_chunk_tokens", loss_chunk_tokens, "compute logits this many tokens at a time (bounds memory); 0 = all");
-  }
-};
-
 // Fine-tuning: start from a published or earlier model instead of random weights.
 struct LMInitConfig {
   std::string from;        // a run directory, a Hugging Face checkpoint directory or a .gguf file; "" = random init
@@ -59,7 +45,7 @@ struct LMInitConfig {
 struct LMRunConfig {
   nn::CausalTransformerConfig model;
   LMDataConfig data;
-  LMLossConfig lm;
+  objectives::LMLossConfig lm;  // the objective's own settings; its seq_len is data.seq_len
   training::OptimConfig optim;
   training::TrainerConfig trainer;
   LMInitConfig init;
@@ -75,8 +61,7 @@ struct LMRunConfig {
   }
 
   objectives::LMObjectiveConfig objective_config() const {
-    return {.seq_len = data.seq_len, .loss_role = lm.loss_role, .token_accuracy = lm.token_accuracy,
-            .loss_chunk_tokens = lm.loss_chunk_tokens};
+    return {.seq_len = data.seq_len, .loss = lm};
   }
 };
 
