@@ -23,6 +23,8 @@
 #include "dew/nn/parameters.h"
 #include "test_support.h"
 
+using dew::test::error_of;
+
 namespace dew::interop {
 namespace {
 namespace fs = std::filesystem;
@@ -32,15 +34,6 @@ using Ids = std::vector<std::int32_t>;
 
 fs::path tiny_dir() { return test::fixtures() / "smollm2" / "tiny"; }
 json read_json(const fs::path& path) { return json::parse(read_file(path)); }
-
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 at::Tensor logits_of(GgufModel& m, const Ids& ids) {
   at::NoGradGuard no_grad;

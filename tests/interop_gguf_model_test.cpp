@@ -17,6 +17,8 @@
 #include "dew/interop/gguf_model.h"
 #include "test_support.h"
 
+using dew::test::error_of;
+
 namespace dew::interop {
 namespace {
 namespace fs = std::filesystem;
@@ -25,15 +27,6 @@ using Ids = std::vector<std::int32_t>;
 
 json read_json(const fs::path& path) { return json::parse(read_file(path)); }
 fs::path tiny_dir() { return test::fixtures() / "smollm2" / "tiny"; }
-
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 at::Tensor logits_of(GgufModel& m, const Ids& ids) {
   at::NoGradGuard no_grad;

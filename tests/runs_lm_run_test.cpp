@@ -10,6 +10,8 @@
 #include "dew/training/checkpoint.h"
 #include "training_test_support.h"
 
+using dew::test::error_of;
+
 namespace fs = std::filesystem;
 using dew::runs::LMRun;
 using dew::runs::LMRunConfig;
@@ -35,16 +37,6 @@ LMRunConfig tiny_run(const fs::path& data, std::int64_t steps) {
   c.optim.learning_rate = 1e-2;
   c.optim.schedule = "constant";
   return c;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const dew::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include "dew/core/error.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +23,15 @@ fs::path fixtures() {
 fs::path dew_binary() {
   const char* env = std::getenv("DEW_BIN");
   return env ? fs::path(env) : fs::path(DEW_TEST_BIN_DEFAULT);
+}
+
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const dew::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 std::string dew_single_threaded(const std::string& args) {

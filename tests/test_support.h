@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers for tests: where fixtures are, temporary directories that clean up, running the CLI.
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace dew::test {
@@ -26,6 +27,9 @@ struct CommandResult {
   int status;
   std::string output;  // stdout and stderr together
 };
+// The message of the dew::Error that `body` throws, or "(no error)" when it throws none.
+std::string error_of(const std::function<void()>& body);
+
 // Runs a shell command line, capturing its output.
 CommandResult run_command(const std::string& command_line);
 

@@ -19,6 +19,8 @@
 #include "sha256.h"
 #include "test_support.h"
 
+using dew::test::error_of;
+
 namespace dew::data {
 namespace {
 
@@ -31,16 +33,6 @@ BpeTrainerConfig config_with(std::int64_t vocab_size, std::int64_t min_frequency
   config.min_frequency = min_frequency;
   config.special_tokens = std::move(specials);
   return config;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(BpeTrainer, ClassicExampleMergesAsByHand) {

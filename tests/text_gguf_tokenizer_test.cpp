@@ -11,6 +11,8 @@
 #include "dew/data/tokenizers/gguf_tokenizer.h"
 #include "test_support.h"
 
+using dew::test::error_of;
+
 namespace dew::data {
 namespace {
 using nlohmann::json;
@@ -36,15 +38,6 @@ GgufTokenizerMetadata tiny_metadata() {
   m.add_bos = f["add_bos_token"].get<bool>();
   m.chat_template = f["chat_template"].get<std::string>();
   return m;
-}
-
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(GgufTokenizer, IdsEqualTransformersGgufTokenizer) {

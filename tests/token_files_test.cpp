@@ -5,20 +5,13 @@
 #include "test_support.h"
 #include "token_test_support.h"
 
+using dew::test::error_of;
+
 namespace {
 using namespace dew::data;
 using dew::test::read_text;
 using dew::test::TempDir;
 using dew::test::write_text;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const dew::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(TokenFiles, DtypeIsTheSmallestThatHoldsTheVocabulary) {
   EXPECT_EQ(dtype_for_vocab(256), TokenDtype::uint8);

@@ -9,18 +9,11 @@
 #include "test_support.h"
 #include "token_test_support.h"
 
+using dew::test::error_of;
+
 namespace {
 using namespace dew::data;
 using dew::test::TempDir;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const dew::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 std::vector<std::int64_t> row(const Batch& b, const char* name, std::int64_t r) {
   auto c = b.get(name)[r].contiguous();

@@ -11,6 +11,8 @@
 #include "test_support.h"
 #include "token_test_support.h"
 
+using dew::test::error_of;
+
 namespace {
 using namespace dew::data;
 using dew::test::read_text;
@@ -27,15 +29,6 @@ TokenizeConfig config_for(const fs::path& input, const fs::path& out, double val
   c.val_fraction = val_fraction;
   c.threads = 1;
   return c;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const dew::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // Names in a directory, hidden temporaries included: a failed run must leave nothing behind.

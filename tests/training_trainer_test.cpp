@@ -18,6 +18,8 @@
 #include "dew/training/trainer.h"
 #include "training_test_support.h"
 
+using dew::test::error_of;
+
 namespace {
 namespace fs = std::filesystem;
 using namespace dew::training;
@@ -50,15 +52,6 @@ TrainerConfig small_run(std::int64_t steps) {
 }
 
 OptimConfig small_optim() { return {.name = "adamw", .learning_rate = 1e-2, .schedule = "cosine", .warmup_steps = 2}; }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const dew::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 FitResult train(const fs::path& data, const fs::path& run, TrainerConfig config, OptimConfig optim = small_optim(),
                 LMObjective* objective_out = nullptr) {
