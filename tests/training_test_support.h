@@ -18,13 +18,31 @@
 
 namespace dew::test {
 
-// Tolerances for 10 AdamW steps (lr 0.01) against the PyTorch fixtures. The fixtures were made on one CPU
-// and the tests run on others (AMD and Intel VMs so far): float rounding in the gradients differs with the
-// CPU's kernels, and Adam's normalisation amplifies it where a gradient is ~0, up to a fraction of one
-// step's lr. Measured worst cases: 1.6e-5 (AMD EPYC), 8e-5 (Intel Xeon) in the parameters, whose
-// updates total ~0.1; 1.05e-5 in the loss at ~2.0.
-inline constexpr double kAdamWParamTolerance = 2e-4;
+// How close dew's parameters after the fixtures' 10 AdamW steps (lr 0.01) must be to PyTorch's, as a norm
+// per tensor relative to how far PyTorch moved that tensor: ||p_dew - p_torch|| / ||p_torch - p_initial||.
+//
+// Why a relative norm and not each element: Adam divides every gradient element by its own running RMS,
+// so an element whose gradient is ~0 moves by up to lr per step in the direction of its float32 rounding
+// noise. That noise depends on the CPU's kernels (summation order, FMA, AVX2 against AVX-512), not on the
+// implementation, so no elementwise bound holds on every x86-64 CPU (the worst element differed by 1.6e-5
+// on one AMD EPYC, 8e-5 on an Intel Xeon and 2.6e-4 on another AMD EPYC with AVX-512, for the same code).
+// Over a whole tensor those few elements are outweighed by the well-conditioned rest, whose relative
+// error is that of float32 gradients (a few ulps, 1e-7..1e-6) carried through ten steps. Measured
+// (AMD EPYC with AVX-512, DEW_PRINT_ADAMW=1 build/tests/dew_tests --gtest_filter='Optimizer.AdamW*'): the
+// worst tensor 3.7e-5, most 1e-6..1e-5. The bound sits 27x above that and 5x below the smallest real
+// defect tested (Optimizer.AdamWComparisonCatchesAMissingWeightDecay): without weight decay the decayed
+// matrices land at 5.4e-3..2.3e-2.
+inline constexpr double kAdamWRelativeTolerance = 1e-3;
+// The losses: a float32 mean cross entropy of ~2-4 over 10 steps whose parameters agree as above;
+// measured worst 1.05e-5.
 inline constexpr double kAdamWLossTolerance = 5e-5;
+
+// ||p - reference|| / ||reference - initial||, in float64 (see kAdamWRelativeTolerance).
+inline double adamw_relative_difference(const at::Tensor& p, const at::Tensor& reference, const at::Tensor& initial) {
+  const auto ref = reference.to(at::kDouble);
+  const double moved = (ref - initial.to(at::kDouble)).norm().item<double>();
+  return (p.to(at::kDouble) - ref).norm().item<double>() / moved;
+}
 
 inline nn::CausalTransformer fixture_decoder(const std::string& family) {
   nn::CausalTransformerConfig config;
