@@ -82,6 +82,8 @@ void add_train_command(CLI::App& app) {
     DirectoryLock lock(out);
     std::optional<runs::FreshRunUndo> undo;
     if (!runs::holds_run(out)) {
+      // A lock file means dew wrote here before: temporaries of a start that was killed are its own.
+      if (had_lock_file) remove_stale_temporaries(out);
       try {
         runs::check_fresh_run_dir(out);
       } catch (const Error&) {
