@@ -5,8 +5,11 @@
 //   --format gguf  DEST, one GGUF v3 file (F32, F16 or Q8_0 weights) with the tokenizer and chat template in
 //                  its metadata, for llama.cpp and Ollama
 // MODEL is a run directory (EMA weights unless --live), a Hugging Face directory or a GGUF file, so this also
-// converts between the formats. Nothing is half-written: DEST appears complete or not at all.
+// converts between the formats. Nothing is half-written: DEST appears complete or not at all. DEST may not
+// overlap MODEL, and --force replaces only a previous export of the same format (check_existing_dest).
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,11 +35,94 @@ struct ExportFlags {
   bool force = false;
 };
 
-void refuse_existing(const std::filesystem::path& dest, bool force) {
+namespace fs = std::filesystem;
+
+// The absolute path with symlinks and ".." resolved as far as it exists, without a trailing separator.
+fs::path resolved(const fs::path& p) {
   std::error_code ec;
-  if (!force && std::filesystem::exists(dest, ec) &&
-      !(std::filesystem::is_directory(dest, ec) && std::filesystem::is_empty(dest, ec))) {
-    fail("DEST '", dest.string(), "' already exists; choose another path or pass --force to replace it");
+  fs::path r = fs::weakly_canonical(fs::absolute(p), ec);
+  if (ec) r = fs::absolute(p).lexically_normal();
+  return r.filename().empty() ? r.parent_path() : r;
+}
+
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  auto [end_outer, end_inner] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+  return end_outer == outer.end();
+}
+
+// DEST may not be MODEL, lie inside it or contain it: replacing DEST would destroy the model (a run's
+// checkpoints and run.json) before or after it is read.
+void refuse_overlap(const fs::path& dest, const fs::path& model) {
+  const fs::path d = resolved(dest), m = resolved(model);
+  const char* how = d == m ? "is the model" : is_within(d, m) ? "is inside the model" : is_within(m, d) ? "contains the model" : nullptr;
+  if (how) {
+    fail("DEST '", dest.string(), "' ", how, " '", model.string(), "'; writing there would replace the model. "
+         "Choose a DEST outside '", model.string(), "' (nothing was written)");
+  }
+}
+
+// Whether `dir` is recognisably a Hugging Face checkpoint directory (a previous `dew export`, or one like it),
+// the only kind of directory --force replaces. The rule: config.json and at least one *.safetensors file,
+// nothing but regular files named like a checkpoint's (*.json, *.safetensors, *.txt, *.jinja, *.model, *.md;
+// no hidden files, no subdirectories) and none of dew's own files (run.json, meta.json, state.json). So a
+// run directory, a checkpoint step, a token directory or a user's folder of other things is never deleted.
+// Returns why not, or "" when it is one.
+std::string why_not_hf_export(const fs::path& dir) {
+  bool config = false, weights = false;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::string ext = it->path().extension().string();
+    if (name == "run.json" || name == "meta.json" || name == "state.json") return "it holds dew's '" + name + "'";
+    if (!it->is_regular_file(ec) || it->is_symlink(ec)) return "it holds '" + name + "', which is not a regular file";
+    if (name[0] == '.') return "it holds the hidden file '" + name + "'";
+    if (ext != ".json" && ext != ".safetensors" && ext != ".txt" && ext != ".jinja" && ext != ".model" && ext != ".md") {
+      return "it holds '" + name + "'";
+    }
+    config = config || name == "config.json";
+    weights = weights || ext == ".safetensors";
+  }
+  if (ec) return "it cannot be listed: " + ec.message();
+  if (!config) return "it has no config.json";
+  if (!weights) return "it has no *.safetensors weights";
+  return "";
+}
+
+bool starts_with_gguf_magic(const fs::path& file) {
+  std::FILE* f = std::fopen(file.c_str(), "rb");
+  if (!f) return false;
+  char magic[4] = {};
+  const bool gguf = std::fread(magic, 1, 4, f) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+  std::fclose(f);
+  return gguf;
+}
+
+// An existing DEST is replaced only with --force, and only when it is recognisably a previous export of the
+// same format: an hf checkpoint directory (why_not_hf_export) or a GGUF file. An empty directory takes an hf
+// export without --force. A GGUF export is one file, so a directory is never its DEST.
+void check_existing_dest(const fs::path& dest, const std::string& format, bool force) {
+  std::error_code ec;
+  const auto status = fs::symlink_status(dest, ec);
+  if (!fs::exists(status)) {
+    check_no_file_in_the_way(dest, str("cannot write DEST '", dest.string(), "'"));
+    return;
+  }
+  const bool is_dir = fs::is_directory(status);
+  if (format == "gguf" && is_dir) {
+    fail("DEST '", dest.string(), "' is a directory; a GGUF export is one file: give a file path such as '",
+         (dest / "model.gguf").string(), "'");
+  }
+  if (format == "hf" && is_dir && fs::is_empty(dest, ec)) return;
+  if (!force) fail("DEST '", dest.string(), "' already exists; choose another path or pass --force to replace it");
+  if (format == "hf") {
+    if (!is_dir) fail("DEST '", dest.string(), "' is a file, not a previous Hugging Face export; --force replaces only such a directory. Choose another path");
+    if (auto why = why_not_hf_export(dest); !why.empty()) {
+      fail("DEST '", dest.string(), "' is not a previous Hugging Face export (", why, "); --force replaces only a "
+           "directory of config.json, *.safetensors and tokenizer files. Choose another path, or empty or remove it yourself");
+    }
+  } else if (!fs::is_regular_file(status) || !starts_with_gguf_magic(dest)) {
+    fail("DEST '", dest.string(), "' is not a GGUF file; --force replaces only a previous GGUF export. Choose "
+         "another path, or remove it yourself");
   }
 }
 
@@ -54,13 +140,17 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--type", flags->type, "weights: hf float32|bfloat16|float16 (default: as stored); gguf f32|f16|q8_0 (default f16)");
   cmd->add_option("--model-type", flags->model_type, "Hugging Face family / GGUF architecture to write (default: the model's)");
   cmd->add_option("--max-shard-mb", flags->max_shard_mb, "hf: largest safetensors shard in MB (5000)");
-  cmd->add_flag("--force", flags->force, "replace DEST if it exists");
+  cmd->add_flag("--force", flags->force, "replace DEST if it is a previous export of the same format");
 
   cmd->callback([flags] {
     if (flags->format != "hf" && flags->format != "gguf") fail("--format is '", flags->format, "'; use hf or gguf");
     if (flags->max_shard_mb <= 0) fail("--max-shard-mb must be positive, got ", flags->max_shard_mb);
-    const std::filesystem::path dest = flags->dest;
-    refuse_existing(dest, flags->force);
+    const fs::path dest = flags->dest;
+    refuse_overlap(dest, flags->model.model);
+    check_existing_dest(dest, flags->format, flags->force);
+    // What an export killed before it finished left beside DEST (.DEST.partial-PID-N, .DEST.tmp-PID-N, ...).
+    const fs::path named = dest.filename().empty() ? dest.parent_path() : dest;
+    remove_stale_temporaries(named.parent_path().empty() ? fs::path(".") : named.parent_path(), named.filename().string());
     auto loaded = load_model(flags->model);
     const std::string model_type = flags->model_type.empty() ? loaded.model_type : flags->model_type;
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dew/cli/commands.h"
+#include "dew/core/atomic_file.h"
 #include "dew/core/config.h"
 #include "dew/core/error.h"
 #include "dew/core/progress.h"
@@ -46,6 +47,15 @@ void run_train(const TrainOptions& options) {
   if (options.config_file) config_file = *options.config_file;
   auto config = config::load<data::BpeTrainerConfig>(config_file, sets);
   data::check_trainer_config(config);  // before reading what may be gigabytes of text
+  {
+    // --out too: training can take minutes, and a file in the way would otherwise be found only after it.
+    std::error_code ec;
+    const fs::path out(options.out);
+    if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {
+      fail("--out '", options.out, "' exists and is not a directory; give a directory (created if missing) for tokenizer.json");
+    }
+    check_no_file_in_the_way(out, str("cannot create --out '", options.out, "'"));
+  }
 
   auto start = std::chrono::steady_clock::now();
   auto text = data::read_training_text(options.input, config.max_input_bytes);

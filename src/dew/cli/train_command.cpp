@@ -3,6 +3,10 @@
 // The config is built from, in order: the defaults (a fresh run) or the run's run.json (a resumed run),
 // the --config file, --data, then each --set. A resumed run may change only trainer.* (LMRun::start says
 // which field differs otherwise).
+//
+// One writer per run directory: the command locks --out (core/directory_lock.h) before it reads run.json,
+// so a second `dew train` on it fails naming the first one's pid. A fresh run that fails before its first
+// checkpoint removes what it wrote (runs::FreshRunUndo), so the corrected command starts fresh again.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -12,9 +16,12 @@
 
 #include "dew/cli/commands.h"
 #include "dew/cli/torch_threads.h"
+#include "dew/core/atomic_file.h"
 #include "dew/core/config.h"
+#include "dew/core/directory_lock.h"
 #include "dew/core/progress.h"
 #include "dew/runs/lm_run.h"
+#include "dew/runs/run_directory.h"
 
 namespace dew::cli {
 
@@ -51,20 +58,43 @@ void add_train_command(CLI::App& app) {
 
   lm->callback([flags] {
     const std::filesystem::path out = flags->out;
-    // Defaults for a fresh run; run.json's config when resuming.
-    runs::LMRunConfig base;
-    if (auto stored = runs::LMRun::stored_config(out)) base = std::move(*stored);
-    std::vector<std::string> overrides;
-    if (!flags->data.empty()) overrides.push_back("data.path=" + flags->data);
-    if (!flags->init_from.empty()) overrides.push_back("init.from=" + flags->init_from);
-    overrides.insert(overrides.end(), flags->sets.begin(), flags->sets.end());
-    std::optional<std::filesystem::path> file;
-    if (!flags->config_file.empty()) file = flags->config_file;
-    auto config = config::load<runs::LMRunConfig>(file, overrides, std::move(base));
-    if (flags->print_config) {
-      std::printf("%s\n", config::to_json(config).dump(2).c_str());
+    auto effective_config = [&] {
+      // Defaults for a fresh run; run.json's config when resuming.
+      runs::LMRunConfig base;
+      if (auto stored = runs::LMRun::stored_config(out)) base = std::move(*stored);
+      std::vector<std::string> overrides;
+      if (!flags->data.empty()) overrides.push_back("data.path=" + flags->data);
+      if (!flags->init_from.empty()) overrides.push_back("init.from=" + flags->init_from);
+      overrides.insert(overrides.end(), flags->sets.begin(), flags->sets.end());
+      std::optional<std::filesystem::path> file;
+      if (!flags->config_file.empty()) file = flags->config_file;
+      return config::load<runs::LMRunConfig>(file, overrides, std::move(base));
+    };
+    if (flags->print_config) {  // reads only: no lock, nothing created
+      std::printf("%s\n", config::to_json(effective_config()).dump(2).c_str());
       return;
     }
+
+    // Lock first: whether the run is fresh or resumed is decided by run.json, which only the holder writes.
+    std::error_code ec;
+    const bool existed = std::filesystem::exists(out, ec);
+    const bool had_lock_file = std::filesystem::exists(out / DirectoryLock::kFileName, ec);
+    DirectoryLock lock(out);
+    std::optional<runs::FreshRunUndo> undo;
+    if (!runs::holds_run(out)) {
+      // A lock file means dew wrote here before: temporaries of a start that was killed are its own.
+      if (had_lock_file) remove_stale_temporaries(out);
+      try {
+        runs::check_fresh_run_dir(out);
+      } catch (const Error&) {
+        if (!had_lock_file) std::filesystem::remove(out / DirectoryLock::kFileName, ec);  // not our directory
+        throw;
+      }
+      undo.emplace(out, /*created_dir=*/!existed);
+    } else {
+      remove_stale_temporaries(out);  // run.json and checkpoint temporaries of a writer that was killed
+    }
+    auto config = effective_config();
 
     use_available_threads();
     runs::LMRun run = runs::LMRun::start(out, config);
@@ -76,6 +106,7 @@ void add_train_command(CLI::App& app) {
     std::fflush(stdout);
 
     training::FitResult result = run.train(stdout);
+    if (undo) undo->keep();  // the run trained (or, with trainer.steps = 0, proved it can start)
     if (result.metrics.count("loss")) {
       std::printf("finished at step %lld: loss %.4f\n", static_cast<long long>(result.step), result.metrics.at("loss"));
     }
@@ -83,7 +114,10 @@ void add_train_command(CLI::App& app) {
       std::printf("validation (%s weights): %s\n", c.trainer.ema_decay > 0 ? "EMA" : "live",
                   format_scalars(result.validation, "").c_str());
     }
-    std::printf("checkpoint '%s'; plots in '%s'\n", result.checkpoint.c_str(), (out / "tracking").c_str());
+    const std::string checkpoint = !result.checkpoint.empty() ? str("checkpoint '", result.checkpoint.string(), "'")
+                                   : c.trainer.steps == 0  ? std::string("no checkpoint written (trainer.steps = 0)")
+                                                           : std::string("no checkpoint written");
+    std::printf("%s; plots in '%s'\n", checkpoint.c_str(), (out / "tracking").c_str());
     std::fflush(stdout);
     if (result.interrupted) std::exit(130);  // the shell's convention for a run stopped by a signal
   });

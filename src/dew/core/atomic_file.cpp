@@ -1,10 +1,14 @@
 #include "dew/core/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <climits>
 #include <cstring>
 #include <fstream>
 
@@ -19,12 +23,87 @@ fs::path temporary_sibling(const fs::path& destination, const char* tag) {
   auto name = destination.filename().string();
   return destination.parent_path() / str(".", name, ".", tag, "-", ::getpid(), "-", counter++);
 }
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A temporary_sibling name taken apart: ".NAME.TAG-PID-N" -> NAME and PID.
+struct TemporaryName {
+  std::string destination;
+  pid_t pid;
+};
+
+std::optional<TemporaryName> parse_temporary(std::string_view file) {
+  if (file.size() < 2 || file[0] != '.') return std::nullopt;
+  const auto counter_dash = file.rfind('-');
+  if (counter_dash == std::string_view::npos || counter_dash == 0 || !all_digits(file.substr(counter_dash + 1))) {
+    return std::nullopt;
+  }
+  const auto pid_dash = file.rfind('-', counter_dash - 1);
+  if (pid_dash == std::string_view::npos) return std::nullopt;
+  const auto pid_text = file.substr(pid_dash + 1, counter_dash - pid_dash - 1);
+  long long pid = 0;
+  if (!all_digits(pid_text) || pid_text.size() > 9) return std::nullopt;
+  std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
+  const auto dot = file.rfind('.', pid_dash);
+  if (dot == std::string_view::npos || dot < 2) return std::nullopt;
+  const auto tag = file.substr(dot + 1, pid_dash - dot - 1);
+  if (tag != "tmp" && tag != "partial" && tag != "old") return std::nullopt;
+  return TemporaryName{std::string(file.substr(1, dot - 1)), static_cast<pid_t>(pid)};
+}
+
+// Whether `file` is a temporary of `name` (directly, or nested: the temporary of a temporary of it).
+bool temporary_of(std::string_view file, const std::string& name) {
+  auto parsed = parse_temporary(file);
+  if (!parsed) return false;
+  return parsed->destination == name || temporary_of(parsed->destination, name);
+}
+
+bool process_alive(pid_t pid) {
+  if (pid <= 0) return true;  // not a pid a writer has; leave it alone
+  if (pid == ::getpid()) return true;
+  return !(::kill(pid, 0) == -1 && errno == ESRCH);  // EPERM: alive, someone else's
+}
 }  // namespace
+
+std::optional<fs::path> file_in_the_way(const fs::path& path) {
+  fs::path prefix;
+  const fs::path parent = path.parent_path();
+  for (const auto& part : parent) {
+    prefix /= part;
+    std::error_code ec;
+    auto status = fs::status(prefix, ec);
+    if (!fs::exists(status)) return std::nullopt;  // nothing below a missing directory exists either
+    if (!fs::is_directory(status)) return prefix;
+  }
+  return std::nullopt;
+}
+
+void check_no_file_in_the_way(const fs::path& path, std::string_view doing) {
+  if (auto file = file_in_the_way(path)) {
+    fail(doing, ": '", file->string(), "' is not a directory (it is a file); choose a path that does not go through it");
+  }
+}
+
+std::size_t remove_stale_temporaries(const fs::path& dir, const std::optional<std::string>& name) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    auto parsed = parse_temporary(file);
+    if (!parsed || (name && !temporary_of(file, *name)) || process_alive(parsed->pid)) continue;
+    std::error_code ignored;
+    if (fs::remove_all(it->path(), ignored) > 0) ++removed;
+  }
+  return removed;
+}
 
 AtomicFile::AtomicFile(fs::path destination) : destination_(std::move(destination)) {
   if (destination_.filename().empty()) fail("cannot write '", destination_.string(), "': it names a directory");
   auto parent = destination_.parent_path();
   if (!parent.empty() && !fs::is_directory(parent)) {
+    check_no_file_in_the_way(destination_, str("cannot write '", destination_.string(), "'"));
     fail("cannot write '", destination_.string(), "': directory '", parent.string(), "' does not exist");
   }
   temporary_ = temporary_sibling(destination_, "tmp");
@@ -62,7 +141,12 @@ void AtomicFile::commit() {
   std::error_code ec;
   fs::rename(temporary_, destination_, ec);
   if (ec) {
-    fs::remove(temporary_, ec);
+    std::error_code ignored;  // not `ec`: the reason to report is the rename's
+    fs::remove(temporary_, ignored);
+    if (ec == std::errc::is_a_directory || fs::is_directory(destination_, ignored)) {
+      fail("cannot write '", destination_.string(), "': '", destination_.string(),
+           "' is a directory; give the path of a file (inside it or elsewhere)");
+    }
     fail("cannot rename into '", destination_.string(), "': ", ec.message());
   }
   sync_directory(destination_.parent_path().empty() ? fs::path(".") : destination_.parent_path());
@@ -78,6 +162,7 @@ AtomicDirectory::AtomicDirectory(fs::path destination) : destination_(std::move(
   if (destination_.filename().empty()) destination_ = destination_.parent_path();
   auto parent = destination_.parent_path();
   std::error_code ec;
+  check_no_file_in_the_way(destination_, str("cannot create directory '", destination_.string(), "'"));
   if (!parent.empty()) fs::create_directories(parent, ec);
   if (ec) fail("cannot create directory '", parent.string(), "': ", ec.message());
   temporary_ = temporary_sibling(destination_, "partial");
@@ -113,7 +198,8 @@ void AtomicDirectory::commit() {
   }
   fs::rename(temporary_, destination_, ec);
   if (ec) {
-    if (!aside.empty()) fs::rename(aside, destination_, ec);
+    std::error_code ignored;  // not `ec`: the reason to report is the failed rename's
+    if (!aside.empty()) fs::rename(aside, destination_, ignored);
     fail("cannot rename into '", destination_.string(), "': ", ec.message());
   }
   committed_ = true;
@@ -123,7 +209,10 @@ void AtomicDirectory::commit() {
 
 std::string read_file(const fs::path& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) fail("file '", path.string(), "' does not exist");
+  if (!fs::exists(path, ec)) {
+    check_no_file_in_the_way(path, str("cannot read '", path.string(), "'"));
+    fail("file '", path.string(), "' does not exist");
+  }
   if (fs::is_directory(path, ec)) fail("'", path.string(), "' is a directory, expected a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read '", path.string(), "': ", std::strerror(errno));

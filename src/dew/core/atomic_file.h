@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -59,6 +60,21 @@ class AtomicDirectory {
 
 // Reads a whole file; the error names the file.
 std::string read_file(const std::filesystem::path& path);
+
+// The nearest ancestor of `path` that exists but is not a directory ("file.txt" for "file.txt/run/x"), if
+// any: the real reason such a path cannot be read or created, which "does not exist" would hide.
+std::optional<std::filesystem::path> file_in_the_way(const std::filesystem::path& path);
+// Fails with "'FILE' is not a directory" when file_in_the_way(path) finds one; `doing` starts the message
+// ("cannot write 'X'").
+void check_no_file_in_the_way(const std::filesystem::path& path, std::string_view doing);
+
+// Removes the temporaries (.NAME.tmp-PID-N, .NAME.partial-PID-N, .NAME.old-PID-N, and those nested in them,
+// such as ..NAME.partial-PID-N.partial-PID-M) that a killed writer left in `dir`, for the destination `name`
+// or, without a name, for any destination in `dir`. Only temporaries whose PID names no live process are
+// removed: a live PID may be another writer at work (or a recycled PID; keeping its files is the safe side).
+// Call it when a writer starts, under whatever lock keeps two writers of `dir` apart. Returns the count
+// removed; errors are ignored (the next writer tries again).
+std::size_t remove_stale_temporaries(const std::filesystem::path& dir, const std::optional<std::string>& name = std::nullopt);
 
 // fsyncs a directory so a rename inside it survives a power cut.
 void sync_directory(const std::filesystem::path& dir);

@@ -63,7 +63,10 @@ void check_output_path(const fs::path& input, const fs::path& out) {
   if (is_inside(input, out)) {
     dew::fail("--out '", out.string(), "' holds the input '", input.string(), "'; choose an output directory elsewhere");
   }
-  if (!fs::exists(out, ec)) return;
+  if (!fs::exists(out, ec)) {
+    check_no_file_in_the_way(out, dew::str("cannot create --out '", out.string(), "'"));
+    return;
+  }
   if (!fs::is_directory(out, ec)) dew::fail("--out '", out.string(), "' exists and is not a directory");
   bool empty = fs::is_empty(out, ec);
   if (!empty && !fs::exists(out / "meta.json", ec)) {
@@ -160,6 +163,9 @@ TokenizeSummary tokenize_corpus(const TokenizeConfig& config, const Tokenizer& t
   }
 
   const TokenDtype dtype = dtype_for_vocab(tokenizer.vocab_size());
+  // What a tokenize killed before it finished left beside --out (.OUT.partial-PID-N, .OUT.old-PID-N).
+  const fs::path named = out.filename().empty() ? out.parent_path() : out;
+  remove_stale_temporaries(named.parent_path().empty() ? fs::path(".") : named.parent_path(), named.filename().string());
   AtomicDirectory directory(out);  // removed unless committed below
   const fs::path stream_path = directory.path() / "stream.tmp";
   {

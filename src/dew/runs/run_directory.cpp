@@ -3,7 +3,9 @@
 #include <system_error>
 
 #include "dew/core/atomic_file.h"
+#include "dew/core/directory_lock.h"
 #include "dew/core/error.h"
+#include "dew/training/checkpoint.h"
 
 namespace fs = std::filesystem;
 
@@ -65,12 +67,29 @@ void write_run_file(const fs::path& run_dir, const RunFile& run) {
 
 void check_fresh_run_dir(const fs::path& run_dir) {
   std::error_code ec;
-  if (!fs::exists(run_dir, ec)) return;
-  if (!fs::is_directory(run_dir, ec)) fail("--out '", run_dir.string(), "' exists and is not a directory; choose another path");
-  if (!fs::is_empty(run_dir, ec)) {
-    fail("--out '", run_dir.string(), "' is not empty and holds no run.json, so it is not a dew run to resume; "
-         "choose a new or empty directory (nothing was written)");
+  if (!fs::exists(run_dir, ec)) {
+    check_no_file_in_the_way(run_dir, str("cannot create --out '", run_dir.string(), "'"));
+    return;
   }
+  if (!fs::is_directory(run_dir, ec)) fail("--out '", run_dir.string(), "' exists and is not a directory; choose another path");
+  for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename() == DirectoryLock::kFileName) continue;
+    fail("--out '", run_dir.string(), "' is not empty and holds no run.json (it holds '", it->path().filename().string(),
+         "'), so it is not a dew run to resume; choose a new or empty directory (nothing was written)");
+  }
+  if (ec) fail("cannot list --out '", run_dir.string(), "': ", ec.message());
+}
+
+FreshRunUndo::~FreshRunUndo() {
+  if (kept_ || !training::checkpoint_steps(dir_).empty()) return;
+  std::error_code ignored;
+  fs::remove(run_file_path(dir_), ignored);  // first: without run.json the rest is no run to resume
+  fs::remove_all(dir_ / "tokenizer", ignored);
+  fs::remove_all(dir_ / "tracking", ignored);
+  remove_stale_temporaries(dir_);
+  // The lock file too (the directory was empty but for it): DirectoryLock copes with a removed lock file.
+  fs::remove(dir_ / DirectoryLock::kFileName, ignored);
+  if (created_dir_) fs::remove(dir_, ignored);  // only if empty
 }
 
 std::optional<std::string> first_difference(const config::Json& a, const config::Json& b, const std::string& prefix) {

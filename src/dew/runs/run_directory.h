@@ -33,7 +33,27 @@ void write_run_file(const std::filesystem::path& run_dir, const RunFile& run);
 
 // A fresh run may only go into a missing or empty directory: anything else (a different tool's output, a
 // run whose run.json was lost) would be mixed with or overwritten by this one. The error says what to do.
+// The lock file (core/directory_lock.h) does not count: a directory holding only it is empty.
 void check_fresh_run_dir(const std::filesystem::path& run_dir);
+
+// Undoes a fresh run that fails before its first checkpoint, so that the corrected command is again a fresh
+// run (and not refused as "a different run" because of the run.json the failed one wrote). Create it once
+// check_fresh_run_dir has passed, so that everything the undo removes is the run's own: run.json,
+// tokenizer/, tracking/, the lock file and, with `created_dir`, the directory itself. keep() once the run
+// is worth keeping. A run with a checkpoint is never undone: it holds work.
+class FreshRunUndo {
+ public:
+  FreshRunUndo(std::filesystem::path run_dir, bool created_dir) : dir_(std::move(run_dir)), created_dir_(created_dir) {}
+  ~FreshRunUndo();
+  FreshRunUndo(const FreshRunUndo&) = delete;
+  FreshRunUndo& operator=(const FreshRunUndo&) = delete;
+  void keep() { kept_ = true; }
+
+ private:
+  std::filesystem::path dir_;
+  bool created_dir_;
+  bool kept_ = false;
+};
 
 // The first field, as a dotted path ("model.num_layers"), where two JSON configs differ; nullopt when
 // equal. Objects are compared key by key, everything else by value.

@@ -92,6 +92,9 @@ formats::SafetensorsFile open_required(const fs::path& file) {
 
 fs::path save_checkpoint(const fs::path& run_dir, const CheckpointState& state, const CheckpointTensors& tensors) {
   fs::create_directories(run_dir);
+  // What a writer killed mid-save left (.N.partial-PID-K, .N.old-PID-K, .run.json.tmp-PID-K): orphans once
+  // their process is gone. The run directory has one writer (the trainer under `dew train`'s lock).
+  remove_stale_temporaries(run_dir);
   const fs::path destination = run_dir / std::to_string(state.step);
   AtomicDirectory dir(destination);
   formats::save_safetensors(dir.path() / kParams, tensors.params);
@@ -130,10 +133,48 @@ void prune_checkpoints(const fs::path& run_dir, std::int64_t keep) {
   }
 }
 
-Checkpoint::Checkpoint(fs::path dir)
-    : dir_(std::move(dir)),
+// A step directory that cannot be opened (empty, incomplete or corrupt) is refused, never skipped for an
+// older one: dew writes checkpoints whole (by rename), so a broken one means something outside dew
+// interfered, and silently using an older step would report an evaluation, or continue training, from a
+// step the user did not ask for. The error says which older steps open cleanly and how to use one.
+Checkpoint::Checkpoint(fs::path dir) try : Checkpoint(dir, Unchecked{}) {
+} catch (const Error& e) {
+  fail(e.what(), older_checkpoints_hint(dir));
+}
+
+std::string Checkpoint::older_checkpoints_hint(const fs::path& dir) {
+  auto step = step_of(dir.filename().string());
+  if (!step) return "";
+  const fs::path run_dir = dir.parent_path();
+  const auto steps = checkpoint_steps(run_dir);
+  std::vector<std::int64_t> good;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (*it >= *step) continue;
+    try {
+      (void)Checkpoint(run_dir / std::to_string(*it), Unchecked{});
+      good.push_back(*it);
+    } catch (const Error&) {
+    }
+  }
+  if (good.empty()) return dew::str("; the run has no older checkpoint that opens");
+  std::string list;
+  for (auto s : good) list += (list.empty() ? "" : ", ") + std::to_string(s);
+  std::string hint = dew::str("; older checkpoints: ", list, ". Evaluate or generate from one with --step ", good.front());
+  if (!steps.empty() && *step == steps.back()) {
+    hint += dew::str(", or remove '", dir.string(), "' to resume training from step ", good.front());
+  }
+  return hint;
+}
+
+Checkpoint::Checkpoint(const fs::path& dir, Unchecked)
+    : dir_(dir),
       state_([this] {
         if (!fs::is_directory(dir_)) fail("checkpoint directory '", dir_.string(), "' does not exist");
+        std::error_code ec;
+        if (fs::is_empty(dir_, ec)) {
+          fail("checkpoint directory '", dir_.string(), "' is empty (dew writes a checkpoint whole, by rename, so "
+               "something else created or emptied it)");
+        }
         if (!fs::is_regular_file(dir_ / kState)) {
           fail("checkpoint file '", (dir_ / kState).string(), "' is missing; the checkpoint is incomplete");
         }

@@ -57,6 +57,7 @@ void prune_checkpoints(const std::filesystem::path& run_dir, std::int64_t keep);
 // safetensors header valid, state.json complete. The tensors are memory-mapped views.
 class Checkpoint {
  public:
+  // Errors name the file, and the run's older checkpoints that open (with --step N to use one).
   explicit Checkpoint(std::filesystem::path dir);
 
   const std::filesystem::path& dir() const { return dir_; }
@@ -69,6 +70,10 @@ class Checkpoint {
   static std::map<std::string, at::Tensor> tensors(const formats::SafetensorsFile& file);
 
  private:
+  struct Unchecked {};
+  Checkpoint(const std::filesystem::path& dir, Unchecked);  // the opening itself, errors without the hint
+  static std::string older_checkpoints_hint(const std::filesystem::path& dir);
+
   std::filesystem::path dir_;
   CheckpointState state_;
   formats::SafetensorsFile params_, optimizer_;
