@@ -46,7 +46,7 @@ void check_request(const nn::CausalTransformerConfig& config, const std::vector<
   // Compared as a difference: length + max_new_tokens overflows for a max_new_tokens near 2^63.
   if (sampling.max_new_tokens > config.max_seq_len - length) {
     dew::fail("generate: prompt ", longest, " has ", length, " tokens and max_new_tokens is ", sampling.max_new_tokens,
-              "; together ", length + sampling.max_new_tokens, " exceed the model's max_seq_len of ", config.max_seq_len,
+              "; together they exceed the model's max_seq_len of ", config.max_seq_len,
               ". Shorten the prompt or lower max_new_tokens");
   }
   for (auto id : sampling.eos_ids) {
