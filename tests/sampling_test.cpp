@@ -45,9 +45,10 @@ TEST(Sampling, RepetitionPenaltyDividesPositiveAndMultipliesNegativeSeenLogits) 
   expect_values(apply_repetition_penalty(logits, seen, 1.0), {2.0f, -1.0f, 0.5f, -3.0f});
 }
 
-TEST(Sampling, TemperatureDividesLogits) {
-  expect_values(apply_temperature(row({2.0f, -1.0f, 0.3f}), 0.5), {4.0f, -2.0f, 0.6f});
-  expect_values(apply_temperature(row({2.0f, -1.0f, 0.3f}), 2.0), {1.0f, -0.5f, 0.15f});
+TEST(Sampling, TemperatureDividesLogitsShiftedByTheRowMax) {
+  // (logits - max) / T: the softmax of logits / T, with the best token at 0 for any T.
+  expect_values(apply_temperature(row({2.0f, -1.0f, 0.3f}), 0.5), {0.0f, -6.0f, -3.4f});
+  expect_values(apply_temperature(row({2.0f, -1.0f, 0.3f}), 2.0), {0.0f, -1.5f, -0.85f});
 }
 
 TEST(Sampling, TopKKeepsTheKLargestAndTiesAtTheKth) {
@@ -89,7 +90,7 @@ TEST(Sampling, FiltersRunInTransformersOrder) {
   s.temperature = 0.5;
   s.top_p = 0.9;
   auto out = process_logits(logits, {}, s);
-  expect_values(out, {2 * std::log(0.5f), 2 * std::log(0.3f), -kInf, -kInf});
+  expect_values(out, {0.0f, 2 * (std::log(0.3f) - std::log(0.5f)), -kInf, -kInf});  // shifted by the max
 
   // Top-k before top-p: top_k = 2 leaves 4/7 and 3/7, of which top_p = 0.5 keeps one; top-p first would
   // have kept two.
@@ -106,7 +107,7 @@ TEST(Sampling, FiltersRunInTransformersOrder) {
   s.temperature = 0.5;
   s.min_p = 0.25;
   auto seen = at::tensor({1, 0, 0}).to(at::kBool).view({1, 3});
-  expect_values(process_logits(row({2.0f, 0.7f, 0.0f}), seen, s), {2.0f, 1.4f, -kInf});
+  expect_values(process_logits(row({2.0f, 0.7f, 0.0f}), seen, s), {0.0f, -0.6f, -kInf});  // 2, 1.4 shifted by 2
 
   // Greedy: only the repetition penalty applies.
   s.temperature = 0.0;

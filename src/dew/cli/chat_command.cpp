@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dew/cli/commands.h"
+#include "dew/cli/interrupt.h"
 #include "dew/cli/model_options.h"
 #include "dew/core/error.h"
 #include "dew/inference/generate.h"
@@ -19,7 +20,8 @@ namespace dew::cli {
 namespace {
 struct ChatFlags {
   ModelFlags model;
-  std::string system, prompt;
+  std::string system;
+  std::optional<std::string> prompt;  // absent: interactive; given (even empty): one answer
   inference::Sampling sampling{.temperature = 0.0, .max_new_tokens = 256};
 };
 
@@ -80,14 +82,19 @@ void add_chat_command(CLI::App& app) {
   add_sampling_options(cmd, flags->sampling);
 
   cmd->callback([flags] {
+    check_sampling_flags(flags->sampling);
+    if (flags->prompt && flags->prompt->empty()) {
+      fail("--prompt is empty; give a message, or leave --prompt out to chat interactively");
+    }
+    exit_on_interrupt();  // writes nothing that needs cleaning up: Ctrl-C ends it at once, even mid-answer
     auto loaded = load_model(flags->model);
     if (!loaded.tokenizer.chat_template) {
       fail("'", flags->model.model, "' has no chat template (", loaded.description,
            "); use `dew generate` to continue plain text");
     }
     Conversation chat(loaded, flags->sampling, flags->system);
-    if (!flags->prompt.empty()) {
-      std::printf("%s\n", chat.answer(flags->prompt).c_str());
+    if (flags->prompt) {
+      std::printf("%s\n", chat.answer(*flags->prompt).c_str());
       return;
     }
     std::fprintf(stderr, "chatting with %s; one message per line, /reset to start over, /exit or Ctrl-D to end\n",

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dew/cli/commands.h"
+#include "dew/cli/interrupt.h"
 #include "dew/cli/torch_threads.h"
 #include "dew/core/error.h"
 #include "dew/runs/lm_run.h"
@@ -33,6 +34,7 @@ void add_eval_command(CLI::App& app) {
 
   cmd->callback([flags] {
     if (flags->batches < 0) fail("--batches must be >= 0 (0 = the whole split), got ", flags->batches);
+    exit_on_interrupt();  // reads only: Ctrl-C ends it at once
     use_available_threads();
     auto run = runs::LMRun::open(flags->run_dir);
     std::filesystem::path checkpoint;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dew/cli/commands.h"
+#include "dew/cli/interrupt.h"
 #include "dew/cli/model_options.h"
 #include "dew/core/error.h"
 #include "dew/inference/generate.h"
@@ -36,6 +37,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--json", flags->json, "print one JSON object per continuation (text, tokens, logprobs)");
 
   cmd->callback([flags] {
+    check_sampling_flags(flags->sampling);
+    exit_on_interrupt();  // writes nothing that needs cleaning up: Ctrl-C ends it at once
     auto loaded = load_model(flags->model);
     const auto& tokenizer = loaded.tokenizer.tokenizer;
     const std::int64_t context = loaded.model->config().max_seq_len;
@@ -54,7 +57,7 @@ void add_generate_command(CLI::App& app) {
       longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(ids.size()));
       prompts.emplace_back(ids.begin(), ids.end());
     }
-    if (longest + sampling.max_new_tokens > context) {
+    if (sampling.max_new_tokens > context - longest) {  // (longest + max_new_tokens could overflow)
       const std::int64_t fits = context - longest;
       std::fprintf(stderr, "note: --max-new-tokens %lld lowered to %lld: the longest prompt is %lld tokens and the "
                    "model's context is %lld\n", static_cast<long long>(sampling.max_new_tokens),

@@ -1,10 +1,20 @@
-// The `dew` command: parses the command line and runs one subcommand. Errors from bad input reach the
-// user as one clear message and exit status 1; nothing here aborts.
+// The `dew` command: parses the command line and runs one subcommand. Nothing here aborts; the exit
+// status says how it ended:
+//   0    success (and --help, --version)
+//   1    a user error: a bad command line (unknown option, missing or malformed value) or bad input,
+//        with one message naming what to change
+//   70   an internal error (EX_SOFTWARE): a bug in dew, never the user's input
+//   130  interrupted by Ctrl-C (SIGINT); 143 by SIGTERM
 #include <cstdio>
 #include <exception>
 
 #include "dew/cli/commands.h"
 #include "dew/core/error.h"
+
+namespace {
+constexpr int kUserError = 1;
+constexpr int kInternalError = 70;
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"dew: train and run language models, diffusion models and JEPA encoders", "dew"};
@@ -21,13 +31,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message and gives each kind of parse error its own status (100 and up); one
+    // status for every user error is what scripts can test.
+    return app.exit(e) == 0 ? 0 : kUserError;
   } catch (const dew::Error& e) {
     std::fprintf(stderr, "dew: error: %s\n", e.what());
-    return 1;
+    return kUserError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dew: internal error: %s\n", e.what());
-    return 2;
+    return kInternalError;
   }
   return 0;
 }

@@ -24,7 +24,16 @@ void add_sampling_options(CLI::App* cmd, inference::Sampling& s) {
   cmd->add_option("--top-p", s.top_p, "nucleus sampling threshold; 1 = off");
   cmd->add_option("--min-p", s.min_p, "drop tokens less likely than min_p times the most likely; 0 = off");
   cmd->add_option("--repetition-penalty", s.repetition_penalty, "penalty on tokens already present; 1 = off");
-  cmd->add_option("--seed", s.seed, "sampler seed (0)");
+  cmd->add_option("--seed", s.seed, "sampler seed, 0 to 2^64-1 (0)")->check(refuse_negative);
+}
+
+void check_sampling_flags(const inference::Sampling& sampling) {
+  sampling.validate(inference::Sampling::Names::flags);
+}
+
+std::string refuse_negative(const std::string& value) {
+  if (value.find('-') != std::string::npos) return "'" + value + "' is negative; use a number from 0 to 2^64-1";
+  return {};
 }
 
 }  // namespace dew::cli

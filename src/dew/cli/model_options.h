@@ -26,5 +26,11 @@ runs::LoadedModel load_model(const ModelFlags& flags);
 
 // --max-new-tokens, --temperature, --top-k, --top-p, --min-p, --repetition-penalty, --seed.
 void add_sampling_options(CLI::App* cmd, inference::Sampling& sampling);
+// Refuses sampling flags that make no sense (a dew::Error naming the flag and its value), before the model
+// is loaded.
+void check_sampling_flags(const inference::Sampling& sampling);
+
+// A check for unsigned options: CLI11 reads "-1" into a uint64 as 2^64 - 1 (strtoull wraps).
+std::string refuse_negative(const std::string& value);
 
 }  // namespace dew::cli

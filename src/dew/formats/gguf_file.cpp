@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "dew/core/error.h"
+#include "dew/core/printable.h"
 
 namespace dew::formats {
 namespace {
@@ -88,19 +89,19 @@ GgufValue read_value(Cursor& in, GgufType type, const std::string& key, const st
 GgufType read_value_type(Cursor& in, const std::string& key, const std::string& file) {
   auto raw = in.read<std::uint32_t>("a value type");
   if (raw > static_cast<std::uint32_t>(GgufType::Float64)) {
-    dew::fail("'", file, "': key '", key, "' has unknown value type ", raw, " (GGUF defines 0 to 12)");
+    dew::fail("'", file, "': key '", printable(key), "' has unknown value type ", raw, " (GGUF defines 0 to 12)");
   }
   return static_cast<GgufType>(raw);
 }
 
 GgufValue read_array(Cursor& in, const std::string& key, const std::string& file, int depth, Budget& budget) {
-  if (depth >= kMaxArrayNesting) dew::fail("'", file, "': key '", key, "' nests arrays deeper than ", kMaxArrayNesting);
+  if (depth >= kMaxArrayNesting) dew::fail("'", file, "': key '", printable(key), "' nests arrays deeper than ", kMaxArrayNesting);
   auto element_type = read_value_type(in, key, file);
   auto count = in.read<std::uint64_t>("an array length");
-  in.check_count(count, min_value_bytes(element_type), "the length of array '" + key + "'");
+  in.check_count(count, min_value_bytes(element_type), "the length of array '" + printable(key) + "'");
   budget.array_elements += count;
   if (budget.array_elements > kMaxArrayElements) {
-    dew::fail("'", file, "': array '", key, "' brings the metadata to more than ", kMaxArrayElements, " array elements");
+    dew::fail("'", file, "': array '", printable(key), "' brings the metadata to more than ", kMaxArrayElements, " array elements");
   }
   std::vector<GgufValue> elements;
   elements.reserve(static_cast<std::size_t>(count));
@@ -126,7 +127,7 @@ GgufValue read_value(Cursor& in, GgufType type, const std::string& key, const st
     case GgufType::String: return GgufValue::string(in.read_string("a string value"));
     case GgufType::Array: return read_array(in, key, file, depth, budget);
   }
-  dew::fail("'", file, "': key '", key, "' has unknown value type ", static_cast<std::uint32_t>(type));
+  dew::fail("'", file, "': key '", printable(key), "' has unknown value type ", static_cast<std::uint32_t>(type));
 }
 
 }  // namespace
@@ -182,7 +183,7 @@ void GgufFile::parse() {
     auto type = read_value_type(in, key, file);
     auto value = read_value(in, type, key, file, 0, budget);
     value.key = key;
-    if (!keys.insert(key).second) dew::fail("'", file, "': metadata key '", key, "' appears twice");
+    if (!keys.insert(key).second) dew::fail("'", file, "': metadata key '", printable(key), "' appears twice");
     metadata_.emplace_back(std::move(key), std::move(value));
   }
 
@@ -200,7 +201,7 @@ void GgufFile::parse() {
   for (std::uint64_t i = 0; i < tensor_count; ++i) {
     GgufTensorInfo info;
     info.name = in.read_string("a tensor name");
-    const auto where = dew::str("'", file, "' tensor '", info.name, "'");
+    const auto where = dew::str("'", file, "' tensor '", printable(info.name), "'");
     auto n_dims = in.read<std::uint32_t>("a tensor's dimension count");
     if (n_dims > kMaxDims) dew::fail(where, ": ", n_dims, " dimensions, GGUF allows at most ", kMaxDims);
     std::uint64_t elements = 1;
@@ -231,7 +232,7 @@ void GgufFile::parse() {
   const std::uint64_t data_size = size_ > data_start_ ? size_ - data_start_ : 0;
   std::vector<std::pair<std::uint64_t, const GgufTensorInfo*>> ranges;
   for (const auto& t : tensors_) {
-    const auto where = dew::str("'", file, "' tensor '", t.name, "'");
+    const auto where = dew::str("'", file, "' tensor '", printable(t.name), "'");
     if (t.offset % alignment_ != 0) {
       dew::fail(where, ": data offset ", t.offset, " is not a multiple of the alignment ", alignment_);
     }
@@ -245,7 +246,7 @@ void GgufFile::parse() {
   for (std::size_t i = 1; i < ranges.size(); ++i) {
     const auto* prev = ranges[i - 1].second;
     if (ranges[i].first < prev->offset + prev->bytes) {
-      dew::fail("'", file, "': tensors '", prev->name, "' and '", ranges[i].second->name, "' overlap at data offset ",
+      dew::fail("'", file, "': tensors '", printable(prev->name), "' and '", printable(ranges[i].second->name), "' overlap at data offset ",
                 ranges[i].first);
     }
   }
@@ -260,7 +261,7 @@ const GgufValue* GgufFile::find(const std::string& key) const {
 
 const GgufValue& GgufFile::at(const std::string& key) const {
   const auto* v = find(key);
-  if (!v) dew::fail("'", name_, "' has no metadata key '", key, "'");
+  if (!v) dew::fail("'", name_, "' has no metadata key '", printable(key), "'");
   return *v;
 }
 
@@ -273,7 +274,7 @@ const GgufTensorInfo* GgufFile::find_tensor(const std::string& name) const {
 
 const GgufTensorInfo& GgufFile::tensor(const std::string& name) const {
   const auto* t = find_tensor(name);
-  if (!t) dew::fail("'", name_, "' has no tensor '", name, "'");
+  if (!t) dew::fail("'", name_, "' has no tensor '", printable(name), "'");
   return *t;
 }
 

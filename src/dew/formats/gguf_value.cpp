@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "dew/core/error.h"
+#include "dew/core/printable.h"
 #include "dew/formats/gguf_file.h"
 
 namespace dew::formats {
@@ -51,7 +52,7 @@ const GgmlTypeInfo& type_info(GgmlType type) {
 const char* const kValueTypeNames[] = {"uint8", "int8",   "uint16", "int16", "uint32", "int32",  "float32",
                                        "bool",  "string", "array",  "uint64", "int64", "float64"};
 
-std::string describe_key(const std::string& key) { return key.empty() ? "GGUF value" : "GGUF key '" + key + "'"; }
+std::string describe_key(const std::string& key) { return key.empty() ? "GGUF value" : "GGUF key '" + printable(key) + "'"; }
 
 }  // namespace
 

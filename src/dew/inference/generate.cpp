@@ -1,5 +1,7 @@
 #include "dew/inference/generate.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <optional>
 #include <unordered_set>
@@ -41,15 +43,53 @@ void check_request(const nn::CausalTransformerConfig& config, const std::vector<
     if (prompts[i].size() > prompts[longest].size()) longest = i;
   }
   auto length = static_cast<std::int64_t>(prompts[longest].size());
-  if (length + sampling.max_new_tokens > config.max_seq_len) {
+  // Compared as a difference: length + max_new_tokens overflows for a max_new_tokens near 2^63.
+  if (sampling.max_new_tokens > config.max_seq_len - length) {
     dew::fail("generate: prompt ", longest, " has ", length, " tokens and max_new_tokens is ", sampling.max_new_tokens,
-              "; together ", length + sampling.max_new_tokens, " exceed the model's max_seq_len of ", config.max_seq_len,
+              "; together they exceed the model's max_seq_len of ", config.max_seq_len,
               ". Shorten the prompt or lower max_new_tokens");
   }
   for (auto id : sampling.eos_ids) {
     if (id < 0 || id >= config.vocab_size) {
       dew::fail("sampling.eos_ids holds ", id, ", outside the model's vocabulary [0, ", config.vocab_size, ")");
     }
+  }
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+Generation generate_checked(nn::CausalTransformer& model, const std::vector<std::vector<std::int32_t>>& prompts,
+                            const Sampling& sampling);
+
+// A rough upper estimate of the bytes a generation holds at once (KV cache, the prefill's activations and
+// the sampler's fp64 copies of the logits), in double so that no product overflows. On the CPU it is
+// checked against the machine's memory before anything is allocated: prompts * n rows past it would
+// otherwise die in the allocator (or in the OOM killer, with memory overcommitted).
+void check_memory(const nn::CausalTransformerConfig& config, std::int64_t rows, std::int64_t longest,
+                  const Sampling& sampling, c10::ScalarType dtype, const c10::Device& device) {
+  if (!device.is_cpu()) return;  // the GPU's own allocator reports what does not fit (see generate())
+  const double element = static_cast<double>(c10::elementSize(dtype));
+  const double r = static_cast<double>(rows), capacity = static_cast<double>(longest + sampling.max_new_tokens);
+  const double kv = 2.0 * static_cast<double>(config.num_layers) * r * capacity *
+                    static_cast<double>(config.resolved_kv_heads() * config.resolved_head_dim()) * element;
+  const double prefill = r * static_cast<double>(longest) * element *
+                         static_cast<double>(4 * config.emb_features + 3 * config.resolved_mlp_features() +
+                                             config.num_heads * (longest + sampling.max_new_tokens));
+  const double logits = r * static_cast<double>(config.vocab_size) * 8.0 * 6.0;
+  const double total = kv + prefill + logits;
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  if (memory > 0 && total > memory) {
+    dew::fail("generate: ", rows, " rows (prompts times sampling.n = ", sampling.n, ") of up to ",
+              longest + sampling.max_new_tokens, " tokens need about ", total / kGiB, " GiB (KV cache ", kv / kGiB,
+              " GiB), more than this machine's ", memory / kGiB, " GiB; lower n, max_new_tokens or the number of prompts");
+  }
+}
+
+// The logits of the rows still running must be finite: a NaN or an infinity comes from the model itself
+// (its weights or an overflow), and would otherwise turn into an arbitrary token.
+void check_finite(const at::Tensor& logits, std::int64_t step) {
+  if (!at::isfinite(logits).all().item<bool>()) {
+    dew::fail("the model produced non-finite logits at step ", step, " of generation; its weights may hold NaN/Inf");
   }
 }
 
@@ -102,6 +142,25 @@ Generation generate(nn::CausalTransformer& model, const std::vector<std::vector<
                     const Sampling& sampling) {
   const auto& config = model->config();
   check_request(config, prompts, sampling);
+  std::int64_t longest_prompt = 0;
+  for (const auto& p : prompts) longest_prompt = std::max(longest_prompt, static_cast<std::int64_t>(p.size()));
+  check_memory(config, static_cast<std::int64_t>(prompts.size()) * sampling.n, longest_prompt, sampling,
+               model->compute_dtype(), model->output_weight().device());
+  try {
+    return generate_checked(model, prompts, sampling);
+  } catch (const c10::OutOfMemoryError& e) {
+    dew::fail("generate: out of memory on ", model->output_weight().device(), " for ", prompts.size(), " prompts times ",
+              sampling.n, " continuations of up to ", longest_prompt + sampling.max_new_tokens,
+              " tokens; lower n, max_new_tokens or the number of prompts");
+  }
+}
+
+namespace {
+
+// generate() once the request is known to be valid.
+Generation generate_checked(nn::CausalTransformer& model, const std::vector<std::vector<std::int32_t>>& prompts,
+                            const Sampling& sampling) {
+  const auto& config = model->config();
   at::NoGradGuard no_grad;
   EvalMode eval_mode(model);
   auto device = model->output_weight().device();
@@ -124,6 +183,7 @@ Generation generate(nn::CausalTransformer& model, const std::vector<std::vector<
   // Prefill: only the last position's logits are needed (the last slot is real in every row).
   auto hidden = model->hidden_states({batch.ids.to(device), batch.positions.to(device), batch.segments.to(device), &cache});
   auto logits = model->logits(hidden.narrow(1, longest - 1, 1)).squeeze(1);
+  check_finite(logits, 1);
 
   // Rows still running, as indices into the original rows; finished rows are dropped from the batch
   // (cache included) so later steps compute only for the rows that still matter.
@@ -167,11 +227,14 @@ Generation generate(nn::CausalTransformer& model, const std::vector<std::vector<
     auto segment = at::ones({k, 1}, at::TensorOptions().dtype(at::kLong).device(device));
     hidden = model->hidden_states({chosen.view({k, 1}), next_position.view({k, 1}), segment, &cache});
     logits = model->logits(hidden).squeeze(1);
+    check_finite(logits, step + 2);
     next_position = next_position + 1;
   }
 
   for (const auto& t : out.tokens) out.lengths.push_back(static_cast<std::int64_t>(t.size()));
   return out;
 }
+
+}  // namespace
 
 }  // namespace dew::inference

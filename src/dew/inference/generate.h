@@ -29,8 +29,10 @@ struct Generation {
 
 // Generates sampling.n continuations of every prompt. Runs without gradients, on the model's device,
 // with the model in eval mode (its train/eval mode is restored afterwards). Errors (dew::Error): no
-// prompts, an empty prompt, a token id outside the vocabulary, invalid sampling settings, or a prompt
-// whose length plus max_new_tokens exceeds the model's max_seq_len (both numbers are named).
+// prompts, an empty prompt, a token id outside the vocabulary, invalid sampling settings, a prompt
+// whose length plus max_new_tokens exceeds the model's max_seq_len (both numbers are named), more rows
+// than the machine's memory holds (estimated before allocating on CPU; the allocator's report on GPU),
+// or non-finite logits from the model (NaN/Inf weights), named by step.
 Generation generate(nn::CausalTransformer& model, const std::vector<std::vector<std::int32_t>>& prompts,
                     const Sampling& sampling);
 

@@ -3,37 +3,56 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "dew/core/error.h"
 
 namespace dew::inference {
 
-void Sampling::validate() const {
-  if (!(temperature >= 0.0)) dew::fail("sampling.temperature is ", temperature, "; use 0 (greedy) or a positive number");
-  if (top_k < 0) dew::fail("sampling.top_k is ", top_k, "; use 0 (off) or a positive count");
-  if (!(top_p > 0.0 && top_p <= 1.0)) dew::fail("sampling.top_p is ", top_p, "; use a value in (0, 1] (1 = off)");
-  if (!(min_p >= 0.0 && min_p <= 1.0)) dew::fail("sampling.min_p is ", min_p, "; use a value in [0, 1] (0 = off)");
-  if (!(repetition_penalty > 0.0)) {
-    dew::fail("sampling.repetition_penalty is ", repetition_penalty, "; use a positive number (1 = off)");
+void Sampling::validate(Names names) const {
+  // The field's name as the user gave it: "sampling.top_p" in a config, "--top-p" on the command line.
+  auto name = [names](std::string field) {
+    if (names == Names::config) return "sampling." + field;
+    std::replace(field.begin(), field.end(), '_', '-');
+    return "--" + field;
+  };
+  // !(a <= x) rather than x < a, so that NaN is refused too.
+  if (!(temperature >= 0.0 && std::isfinite(temperature))) {
+    dew::fail(name("temperature"), " is ", temperature, "; use 0 (greedy) or a positive finite number");
   }
-  if (max_new_tokens < 1) dew::fail("sampling.max_new_tokens is ", max_new_tokens, "; use at least 1");
-  if (n < 1) dew::fail("sampling.n is ", n, "; use at least 1 continuation per prompt");
+  if (top_k < 0) dew::fail(name("top_k"), " is ", top_k, "; use 0 (off) or a positive count");
+  if (!(top_p > 0.0 && top_p <= 1.0)) dew::fail(name("top_p"), " is ", top_p, "; use a value in (0, 1] (1 = off)");
+  if (!(min_p >= 0.0 && min_p <= 1.0)) dew::fail(name("min_p"), " is ", min_p, "; use a value in [0, 1] (0 = off)");
+  if (!(repetition_penalty > 0.0 && std::isfinite(repetition_penalty))) {
+    dew::fail(name("repetition_penalty"), " is ", repetition_penalty, "; use a positive finite number (1 = off)");
+  }
+  if (max_new_tokens < 1) dew::fail(name("max_new_tokens"), " is ", max_new_tokens, "; use at least 1");
+  if (n < 1) dew::fail(name("n"), " is ", n, "; use at least 1 continuation per prompt");
+  if (n > kMaxContinuations) {
+    dew::fail(name("n"), " is ", n, "; use at most ", kMaxContinuations, " continuations per prompt");
+  }
 }
 
 namespace {
 constexpr double kRemoved = -std::numeric_limits<double>::infinity();
+constexpr double kLargest = std::numeric_limits<float>::max();
 }
 
 at::Tensor apply_repetition_penalty(const at::Tensor& logits, const at::Tensor& seen, double penalty) {
   if (penalty == 1.0) return logits;
-  auto penalized = at::where(logits < 0, logits * penalty, logits / penalty);
+  // In fp32 a penalty of 1e-300 is 0: x / 0 = inf and 0 / 0 = NaN. In float64 x / 1e-300 is finite (and
+  // the clamp catches the rest), so the result is ordered like the exact one up to the fp32 range.
+  auto wide = logits.to(at::kDouble);
+  auto penalized = at::where(wide < 0, wide * penalty, wide / penalty).clamp(-kLargest, kLargest).to(logits.scalar_type());
   return at::where(seen, penalized, logits);
 }
 
 at::Tensor apply_temperature(const at::Tensor& logits, double temperature) {
   if (temperature == 1.0) return logits;
-  return logits / temperature;
+  // The max stays exactly 0; the others, <= 0, fall to -inf at worst (a probability that is 0 anyway).
+  auto shifted = (logits - std::get<0>(logits.max(-1, /*keepdim=*/true))).to(at::kDouble);
+  return (shifted / temperature).to(logits.scalar_type());
 }
 
 at::Tensor apply_top_k(const at::Tensor& logits, std::int64_t k) {
@@ -99,6 +118,10 @@ at::Tensor Sampler::pick(const at::Tensor& processed, const at::Tensor& rows) {
   // Kept strictly below the total, so that rounding cannot push the target past the last token that
   // has probability (whose cumulative sum is the total).
   auto total = cumulative.narrow(-1, vocab - 1, 1);
+  // NaN logits, or every token removed, leave no distribution: searchsorted would return `vocab`.
+  if (!(total > 0).all().item<bool>()) {
+    dew::fail("Sampler::pick got a row of logits with no token of positive probability (all removed, or NaN)");
+  }
   auto target = at::minimum(uniform * total, total * (1.0 - 1e-12));
   return at::searchsorted(cumulative, target, /*out_int32=*/false, /*right=*/true).squeeze(-1);
 }

@@ -12,6 +12,10 @@
 namespace dew::inference {
 
 struct Sampling {
+  // Most continuations per prompt: each is a row of the batch (KV cache and logits); the limit keeps
+  // prompts * n far from overflowing, generate() checks the memory they need.
+  static constexpr std::int64_t kMaxContinuations = std::int64_t{1} << 20;
+
   double temperature = 1.0;         // 0 = greedy (argmax)
   std::int64_t top_k = 0;           // keep the k most likely tokens; 0 = off
   double top_p = 1.0;               // keep the smallest set whose probability reaches top_p; 1 = off
@@ -35,16 +39,25 @@ struct Sampling {
     v("seed", seed, "seed of the sampler");
   }
 
-  // Refuses out-of-range settings by field name and value.
-  void validate() const;
+  // How validate() names a setting: as a config field (sampling.top_p) or as the CLI flag (--top-p).
+  enum class Names { config, flags };
+  // Refuses settings that make no sense (negative, NaN, infinite, out of range) by name and value, so
+  // every value that passes keeps the filters below finite.
+  void validate(Names names = Names::config) const;
   bool greedy() const { return temperature == 0.0; }
 };
 
-// Each filter takes fp32 logits [rows, vocab] and returns new logits; removed tokens become -inf.
+// Each filter takes fp32 logits [rows, vocab] with a finite maximum per row and returns new logits;
+// removed tokens become -inf. Every value validate() accepts keeps each row's best token finite: a NaN
+// or an infinite best logit would make the draw's cumulative sum NaN.
 //
 // CTRL / transformers rule for every token marked in `seen` ([rows, vocab] bool): positive logits are
-// divided by the penalty, negative ones multiplied by it.
+// divided by the penalty, negative ones multiplied by it. Computed in float64 and clamped to the fp32
+// range, so a tiny or huge penalty gives +-FLT_MAX rather than infinities (or 0/0 = NaN).
 at::Tensor apply_repetition_penalty(const at::Tensor& logits, const at::Tensor& seen, double penalty);
+// (logits - the row's max) / temperature, divided in float64: the softmax is that of logits / temperature,
+// but the best token stays at 0 for any temperature (1e-300 makes the others -inf: greedy), where plain
+// division would overflow to inf and turn the softmax into NaN.
 at::Tensor apply_temperature(const at::Tensor& logits, double temperature);
 // Keeps every token whose logit is >= the k-th largest (ties at the k-th are kept, as in transformers).
 at::Tensor apply_top_k(const at::Tensor& logits, std::int64_t k);
@@ -69,7 +82,8 @@ class Sampler {
   Sampler(const Sampling& sampling, std::int64_t rows);
   // processed: [k, vocab] fp32 (from process_logits) -> chosen ids [k] int64 on the same device.
   // `rows` (CPU int64 [k]) says which of the sampler's rows the k processed rows are; undefined means
-  // all of them, in order.
+  // all of them, in order. A row with no token of positive probability (all removed, or NaN logits) is a
+  // dew::Error, never an id past the vocabulary.
   at::Tensor pick(const at::Tensor& processed, const at::Tensor& rows = {});
 
  private:

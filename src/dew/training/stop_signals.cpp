@@ -1,5 +1,7 @@
 #include "dew/training/stop_signals.h"
 
+#include <unistd.h>
+
 #include <atomic>
 
 #include "dew/core/error.h"
@@ -11,12 +13,16 @@ volatile std::sig_atomic_t g_signal = 0;
 struct sigaction g_previous_int, g_previous_term;
 std::atomic<int> g_installed{0};
 
+// Only async-signal-safe calls: write(2) and _exit(2).
 extern "C" void on_stop_signal(int signal) {
-  if (g_signal != 0) {  // second signal: give up on the graceful stop
-    sigaction(SIGINT, &g_previous_int, nullptr);
-    sigaction(SIGTERM, &g_previous_term, nullptr);
-    std::raise(signal);
-    return;
+  if (g_signal != 0) {
+    // Second signal: give up on the graceful stop. Not by restoring the previous handler and re-raising:
+    // a run started in the background by a non-interactive shell inherits SIGINT ignored, and the
+    // re-raised signal would be ignored too. _exit skips destructors, so the checkpoint being written,
+    // if any, stays a temporary that the next writer cleans; the previous checkpoint is whole.
+    static const char kMessage[] = "\ndew: second interrupt, quitting without a checkpoint\n";
+    [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+    ::_exit(128 + signal);
   }
   g_signal = signal;
 }

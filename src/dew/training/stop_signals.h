@@ -1,8 +1,9 @@
 #pragma once
 // Preemption: while a StopSignals object lives, SIGINT and SIGTERM set a flag instead of killing the
 // process, so the trainer can finish the current step, write a checkpoint and return. The previous
-// handlers are restored when it goes away. A second signal while a stop is pending restores the previous
-// handler and re-raises, so pressing Ctrl-C twice still ends a stuck process.
+// handlers are restored when it goes away. A second signal while a stop is pending ends the process at
+// once with status 128 + the signal (130 for Ctrl-C), whatever the inherited handling (even SIGINT
+// ignored), so pressing Ctrl-C twice still ends a stuck process.
 #include <csignal>
 
 namespace dew::training {
