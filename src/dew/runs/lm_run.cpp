@@ -70,7 +70,7 @@ void resolve_against_data(LMRunConfig& config) {
   config.trainer.validate();
   const c10::Device device = training::resolve_device(config.trainer.device);  // cuda without a GPU: refused here
   check_training_memory(config, device);
-  if (device.is_cuda()) check_model_memory(config.model, c10::Device(c10::kCPU), "the model, built on the CPU first,");
+  if (device.is_cuda()) check_model_memory(config.model, c10::Device(c10::kCPU), "");  // built on the CPU first
 }
 
 // The run's tokenizer: "byte", or its copy under the run directory (which must still be there).

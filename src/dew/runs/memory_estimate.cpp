@@ -60,14 +60,12 @@ void check_training_memory(const LMRunConfig& config, c10::Device device) {
   if (!have) return;  // nothing to compare with: the allocator will tell
   const MemoryEstimate e = estimate_training_memory(config);
   if (e.total() <= static_cast<double>(have->bytes)) return;
-  const bool activations_dominate = e.activations > e.total() / 2;
   fail("the run does not fit in memory: ", model_sizes(config.model, e.parameters), "; training needs about ", gib(e.total()),
        " (weights ", gib(e.weights), ", gradients ", gib(e.gradients), ", optimizer state ", gib(e.optimizer), ", EMA ",
        gib(e.ema), ", activations of one micro-batch ", gib(e.activations), ") but ", device.str(), " has ",
-       gib(static_cast<double>(have->bytes)), " (", have->source, "); ",
-       activations_dominate ? "lower trainer.batch_size (or raise trainer.grad_accum), data.seq_len or lm.loss_chunk_tokens"
-                            : "lower model.num_layers, model.emb_features or model.mlp_features",
-       " (nothing was written)");
+       gib(static_cast<double>(have->bytes)), " (", have->source, "); lower model.num_layers, model.emb_features or ",
+       "model.mlp_features (all of it grows with them), or for the activations trainer.batch_size (or raise ",
+       "trainer.grad_accum) and data.seq_len (nothing was written)");
 }
 
 void check_model_memory(const nn::CausalTransformerConfig& model, c10::Device device, const std::string& source) {
@@ -76,7 +74,7 @@ void check_model_memory(const nn::CausalTransformerConfig& model, c10::Device de
   const double parameters = static_cast<double>(nn::parameter_count(model));
   const double bytes = parameters * element_bytes(model.param_dtype);
   if (bytes <= static_cast<double>(have->bytes)) return;
-  fail(source, ": the model does not fit in memory: ", model_sizes(model, parameters), ", ", gib(bytes), " of ",
+  fail(source.empty() ? std::string() : "'" + source + "': ", "the model does not fit in memory: ", model_sizes(model, parameters), ", ", gib(bytes), " of ",
        model.param_dtype, " weights, but ", device.str(), " has ", gib(static_cast<double>(have->bytes)), " (", have->source,
        "); is the config damaged? (model.num_layers and model.emb_features set the size)");
 }

@@ -27,7 +27,7 @@ MemoryEstimate estimate_training_memory(const LMRunConfig& config);
 // device's free memory), naming the model fields, the estimate by part and what to lower.
 void check_training_memory(const LMRunConfig& config, c10::Device device);
 // Refuses a model whose parameters alone exceed that memory (loading for eval, generate, export).
-// `source` names where the config came from (run.json).
+// `source` names where the config came from (run.json), or is empty.
 void check_model_memory(const nn::CausalTransformerConfig& model, c10::Device device, const std::string& source);
 
 }  // namespace dew::runs
