@@ -313,6 +313,16 @@ TEST(ReliabilityInputs, ParameterCountMatchesTheBuiltModel) {
   }
 }
 
+TEST(ReliabilityInputs, AllocationFailureBuildingAModelIsADewError) {
+  auto config = dew::test::tiny_decoder_config();
+  config.emb_features = std::int64_t{1} << 40;  // a 64 x 2^40 embedding: 256 TiB of float32
+  auto message = error_of([&] { dew::nn::CausalTransformer model(config); });
+  EXPECT_NE(message.find("cannot allocate the model's parameters: model.num_layers = 2, model.emb_features = 1099511627776"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("GiB of float32"), std::string::npos) << message;
+}
+
 TEST(ReliabilityInputs, GenerateFromARunTooLargeForMemoryIsRefused) {
   TempDir work;
   auto run = trained_run(work.path());
