@@ -1,5 +1,7 @@
 #include "dew/data/token_files.h"
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -9,6 +11,7 @@
 #include "dew/core/atomic_file.h"
 #include "dew/core/config.h"
 #include "dew/core/error.h"
+#include "dew/data/tokenizers/tokenizer_fingerprint.h"
 
 namespace dew::data {
 namespace fs = std::filesystem;
@@ -62,6 +65,7 @@ std::string meta_to_json_text(const TokenMeta& meta) {
   j["eos_id"] = meta.eos_id ? Json(*meta.eos_id) : Json(nullptr);
   j["packed"] = meta.packed;
   j["documents"] = meta.documents;
+  if (!meta.tokenizer_sha256.empty()) j["tokenizer_sha256"] = meta.tokenizer_sha256;
   return j.dump(2) + "\n";
 }
 
@@ -139,6 +143,14 @@ TokenMeta read_token_meta(const fs::path& dir) {
   meta.packed = packed.get<bool>();
   meta.documents = count_field(j, "documents", source);
   if (meta.packed && !meta.eos_id) dew::fail(source, ": 'packed' is true but 'eos_id' is null");
+  if (auto sha = j.find("tokenizer_sha256"); sha != j.end()) {  // optional: older directories lack it
+    const std::string text = sha->is_string() ? sha->get<std::string>() : std::string();
+    const bool hex = text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+    if (!hex) dew::fail(source, ": field 'tokenizer_sha256' must be 64 lowercase hex digits, got ", sha->dump());
+    meta.tokenizer_sha256 = text;
+  }
   return meta;
 }
 
@@ -162,10 +174,33 @@ void TokenArray::copy_checked(std::int64_t start, std::int64_t count, std::int64
   }
 }
 
+namespace {
+// The largest id of n little-endian T at p: a plain loop over the map that the compiler vectorizes.
+template <class T>
+std::int64_t max_id(const std::uint8_t* p, std::int64_t n) {
+  T m = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, p + static_cast<std::size_t>(i) * sizeof(T), sizeof(T));
+    m = std::max(m, v);
+  }
+  return static_cast<std::int64_t>(m);
+}
+}  // namespace
+
 void check_ids_in_vocab(const TokenArray& ids, std::int64_t vocab_size) {
   if (ids.dtype() == TokenDtype::uint8 && vocab_size >= 256) return;
   if (ids.dtype() == TokenDtype::uint16 && vocab_size >= 65536) return;
-  for (std::int64_t i = 0; i < ids.size(); ++i) {
+  if constexpr (std::endian::native == std::endian::little) {
+    std::int64_t max = 0;
+    switch (ids.dtype()) {
+      case TokenDtype::uint8: max = max_id<std::uint8_t>(ids.data(), ids.size()); break;
+      case TokenDtype::uint16: max = max_id<std::uint16_t>(ids.data(), ids.size()); break;
+      case TokenDtype::uint32: max = max_id<std::uint32_t>(ids.data(), ids.size()); break;
+    }
+    if (max < vocab_size) return;
+  }
+  for (std::int64_t i = 0; i < ids.size(); ++i) {  // find the first offender for the message
     std::int64_t id = ids[i];
     if (id >= vocab_size) id_out_of_vocab(ids.file(), i, id, vocab_size);
   }
@@ -189,12 +224,19 @@ TokenFiles::TokenFiles(const fs::path& dir) : dir_(dir), meta_(read_token_meta(d
 
 TokenArray TokenFiles::split(Split s) const {
   const MappedFile& m = s == Split::train ? train_ : val_;
-  return TokenArray(m.data(), meta_.tokens(s), meta_.dtype, dir_ / split_file_name(s));
+  TokenArray ids(m.data(), meta_.tokens(s), meta_.dtype, dir_ / split_file_name(s));
+  check_ids_in_vocab(ids, meta_.vocab_size);
+  return ids;
 }
 
 std::unique_ptr<Tokenizer> load_token_tokenizer(const fs::path& dir, const TokenMeta& meta) {
   if (meta.tokenizer == "byte") return load_tokenizer("byte");
   return load_tokenizer((dir / meta.tokenizer).string());
+}
+
+std::string token_tokenizer_sha256(const fs::path& dir, const TokenMeta& meta) {
+  if (!meta.tokenizer_sha256.empty()) return meta.tokenizer_sha256;
+  return tokenizer_sha256(*load_token_tokenizer(dir, meta));
 }
 
 // ---- writing ids --------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 #pragma once
 // A token directory, as `dew tokenize` writes it and the token loaders read it:
 //
-//   meta.json   tokenizer, tokenizer_source, vocab_size, dtype, train_tokens, val_tokens, eos_id, packed, documents
+//   meta.json   tokenizer, tokenizer_source, vocab_size, dtype, train_tokens, val_tokens, eos_id, packed, documents,
+//               tokenizer_sha256 (tokenizer_fingerprint.h; absent in directories written before it existed)
 //   train.bin   train_tokens ids, flat little-endian unsigned integers of `dtype`
 //   val.bin     val_tokens ids (the head of the token stream)
 //   tokenizer files written by Tokenizer::save, so training and export use the same vocabulary
@@ -43,6 +44,7 @@ struct TokenMeta {
   std::optional<std::int64_t> eos_id;  // null when the tokenizer has none
   bool packed = false;                 // an EOS follows every document
   std::int64_t documents = 0;
+  std::string tokenizer_sha256;        // the tokenizer's fingerprint; empty when meta.json predates it
 
   std::int64_t tokens(Split split) const { return split == Split::train ? train_tokens : val_tokens; }
 };
@@ -63,6 +65,7 @@ class TokenArray {
   std::int64_t size() const { return size_; }
   TokenDtype dtype() const { return dtype_; }
   const std::filesystem::path& file() const { return file_; }
+  const std::uint8_t* data() const { return data_; }  // size() ids of dtype(), little-endian
 
   std::int64_t operator[](std::int64_t i) const {
     switch (dtype_) {
@@ -92,8 +95,9 @@ class TokenArray {
   std::filesystem::path file_;
 };
 
-// Scans a whole split; the error names the file, the first bad position and its id. Free for uint8 with a
-// 256-id vocabulary (nothing can be out of range), one pass over the file otherwise.
+// Scans a whole split; the error names the file, the first bad position and its id, and the vocabulary
+// size. Free for uint8 with a 256-id vocabulary (nothing can be out of range), otherwise one streaming max
+// over the memory map (about 1 ms per MB; a second pass finds the position only when the max is too large).
 void check_ids_in_vocab(const TokenArray& ids, std::int64_t vocab_size);
 
 // An opened, validated token directory: meta.json plus train.bin and val.bin mapped into memory. File sizes
@@ -104,6 +108,9 @@ class TokenFiles {
 
   const std::filesystem::path& dir() const { return dir_; }
   const TokenMeta& meta() const { return meta_; }
+  // One split's ids, checked against meta.json's vocab_size (check_ids_in_vocab) on each call: a loader
+  // takes its split once, when it opens, so an id outside the vocabulary is refused before the first step
+  // rather than when its batch comes up, and evaluation scans only val.bin.
   TokenArray split(Split split) const;
 
  private:
@@ -114,6 +121,9 @@ class TokenFiles {
 
 // The tokenizer a token directory was written with (meta.json's `tokenizer`, relative to the directory).
 std::unique_ptr<Tokenizer> load_token_tokenizer(const std::filesystem::path& dir, const TokenMeta& meta);
+// That tokenizer's fingerprint: meta.json's tokenizer_sha256, or computed from the tokenizer when meta.json
+// predates the field.
+std::string token_tokenizer_sha256(const std::filesystem::path& dir, const TokenMeta& meta);
 
 // Appends ids to a binary file as little-endian `dtype`, buffered. Ids must fit the dtype.
 class TokenWriter {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,11 +15,19 @@
 #include "dew/core/error.h"
 #include "dew/core/progress.h"
 #include "dew/data/token_files.h"
+#include "dew/data/tokenizers/tokenizer_fingerprint.h"
 
 namespace dew::data {
 namespace fs = std::filesystem;
 
 namespace {
+
+// A double as its shortest exact text: 0.9999999 must not read "1" in a message (ostream's 6 digits).
+std::string exact(double value) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  return ec == std::errc() ? std::string(buf, end) : dew::str(value);
+}
 
 // Every input document, in the order its tokens enter the stream.
 bool is_inside(const fs::path& inner, const fs::path& outer);
@@ -130,7 +139,7 @@ void validate_tokenize_config(const TokenizeConfig& config) {
   if (config.input.empty()) dew::fail("--input is required: a text file or a directory of *.txt files");
   if (config.out.empty()) dew::fail("--out is required: the token directory to write");
   if (!(config.val_fraction >= 0.0 && config.val_fraction < 1.0)) {
-    dew::fail("val_fraction ", config.val_fraction, " is outside [0, 1); use for example 0.01 (the first 1% of tokens)");
+    dew::fail("val_fraction ", exact(config.val_fraction), " is outside [0, 1); use for example 0.01 (the first 1% of tokens)");
   }
   if (config.block_bytes <= 0) dew::fail("block_bytes ", config.block_bytes, " must be positive");
   if (config.threads < 0) dew::fail("threads ", config.threads, " must be 0 (all available) or positive");
@@ -185,7 +194,7 @@ TokenizeSummary tokenize_corpus(const TokenizeConfig& config, const Tokenizer& t
     summary.val_tokens = std::llround(config.val_fraction * static_cast<double>(total));
     summary.train_tokens = total - summary.val_tokens;
     if (summary.train_tokens == 0) {
-      dew::fail("val_fraction ", config.val_fraction, " of ", total, " tokens leaves no training tokens; lower it");
+      dew::fail("val_fraction ", exact(config.val_fraction), " of ", total, " tokens leaves no training tokens; lower it");
     }
   }
 
@@ -216,6 +225,7 @@ TokenizeSummary tokenize_corpus(const TokenizeConfig& config, const Tokenizer& t
   if (eos) meta.eos_id = *eos;
   meta.packed = config.pack;
   meta.documents = summary.documents;
+  meta.tokenizer_sha256 = tokenizer_sha256(tokenizer);  // what eval and resume compare the run's copy with
   write_token_meta(directory.path(), meta);
   directory.commit();
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

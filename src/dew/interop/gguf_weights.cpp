@@ -85,6 +85,7 @@ void load_gguf_weights(nn::CausalTransformerImpl& model, const formats::GgufFile
   }
   for (auto& [name, target] : targets) {
     at::Tensor value = formats::gguf_tensor(file, name, target.scalar_type());
+    nn::require_finite(value, file.name(), name);
     if (architecture == "llama") {
       bool q = name.find(".attn_q.") != std::string::npos, k = name.find(".attn_k.") != std::string::npos;
       if (q || k) value = unpermute_rows(value, q ? config.num_heads : config.resolved_kv_heads());

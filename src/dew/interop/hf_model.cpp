@@ -33,7 +33,9 @@ void load_weights(nn::CausalTransformer& model, const formats::SafetensorsCheckp
       dew::fail("'", weights.file_of(name).string(), "' tensor '", name, "' has shape ", c10::IntArrayRef(entry.shape),
                 " but config.json implies ", p.sizes());
     }
-    p.copy_(weights.view(name));
+    const at::Tensor stored = weights.view(name);
+    nn::require_finite(stored, weights.file_of(name).string(), name);
+    p.copy_(stored);
   }
   const std::string embed = "model.embed_tokens.weight", head = "lm_head.weight";
   for (const auto& name : weights.names()) {

@@ -8,6 +8,7 @@
 #include "dew/core/error.h"
 #include "dew/nn/attention_mask.h"
 #include "dew/nn/dtype.h"
+#include "dew/nn/parameter_count.h"
 
 namespace dew::nn {
 
@@ -53,9 +54,20 @@ CausalTransformerImpl::CausalTransformerImpl(CausalTransformerConfig config, Par
   config_.validate();
   compute_dtype_ = parse_dtype(config_.dtype);
   param_dtype_ = parse_dtype(config_.param_dtype);
-  model = register_module("model", DecoderStack(config_, param_dtype_));
-  if (!config_.tie_embeddings) {
-    lm_head = register_module("lm_head", Linear(config_.emb_features, config_.vocab_size, false, param_dtype_));
+  try {
+    model = register_module("model", DecoderStack(config_, param_dtype_));
+    if (!config_.tie_embeddings) {
+      lm_head = register_module("lm_head", Linear(config_.emb_features, config_.vocab_size, false, param_dtype_));
+    }
+  } catch (const c10::Error& e) {
+    // The allocator's error (with a LibTorch stack trace) says neither which setting nor how much: say both.
+    const double count = static_cast<double>(nn::parameter_count(config_));
+    std::string reason = e.what_without_backtrace();
+    reason = reason.substr(0, reason.find('\n'));
+    dew::fail("cannot allocate the model's parameters: model.num_layers = ", config_.num_layers, ", model.emb_features = ",
+              config_.emb_features, ", model.mlp_features = ", config_.resolved_mlp_features(), ", model.vocab_size = ",
+              config_.vocab_size, " give ", count, " parameters, ", count * static_cast<double>(c10::elementSize(param_dtype_)) / (1 << 30),
+              " GiB of ", config_.param_dtype, " (", reason, "); lower model.num_layers or model.emb_features");
   }
   if (init == ParameterInit::seeded) init_parameters(0);
 }

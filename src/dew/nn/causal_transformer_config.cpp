@@ -1,5 +1,7 @@
 #include "dew/nn/causal_transformer_config.h"
 
+#include <cmath>
+
 #include "dew/core/error.h"
 
 namespace dew::nn {
@@ -27,6 +29,8 @@ void CausalTransformerConfig::validate() const {
   positive(num_heads, "num_heads");
   positive(max_seq_len, "max_seq_len");
   if (num_kv_heads < 0) dew::fail("model.num_kv_heads must be >= 0, got ", num_kv_heads);
+  if (head_dim < 0) dew::fail("model.head_dim must be >= 0 (0 = emb_features / num_heads), got ", head_dim);
+  if (mlp_features < 0) dew::fail("model.mlp_features must be >= 0 (0 = 4 * emb_features), got ", mlp_features);
   if (head_dim == 0 && emb_features % num_heads != 0) {
     dew::fail("model.emb_features (", emb_features, ") is not divisible by model.num_heads (", num_heads,
               "); change one, or set model.head_dim");
@@ -49,29 +53,35 @@ void CausalTransformerConfig::validate() const {
   }
   for (const auto& [name, kind] : kinds) {
     if (kind.window < 0) dew::fail("model.kinds.", name, ".window must be >= 0, got ", kind.window);
-    if (kind.rope_theta < 0) dew::fail("model.kinds.", name, ".rope_theta must be >= 0, got ", kind.rope_theta);
+    if (!(kind.rope_theta >= 0) || std::isinf(kind.rope_theta)) dew::fail("model.kinds.", name, ".rope_theta must be >= 0, got ", kind.rope_theta);
   }
   for (const auto* field : {&dtype, &param_dtype}) {
     if (*field != "float32" && *field != "bfloat16" && *field != "float16") {
       dew::fail("model.", field == &dtype ? "dtype" : "param_dtype", " is '", *field, "'; use float32, bfloat16 or float16");
     }
   }
-  if (rope_theta <= 0) dew::fail("model.rope_theta must be positive, got ", rope_theta);
+  // Written as !(x > 0) so that NaN, for which every comparison is false, is refused as well.
+  if (!(rope_theta > 0) || std::isinf(rope_theta)) dew::fail("model.rope_theta must be positive, got ", rope_theta);
+  if (!(norm_eps > 0) || std::isinf(norm_eps)) {
+    dew::fail("model.norm_eps must be positive, got ", norm_eps, "; RMSNorm divides by sqrt(mean(x^2) + norm_eps)");
+  }
+  if (!std::isfinite(embedding_scale)) dew::fail("model.embedding_scale must be finite, got ", embedding_scale);
+  if (!std::isfinite(norm_weight_offset)) dew::fail("model.norm_weight_offset must be finite, got ", norm_weight_offset);
   if (rope_scaling.type != "none" && rope_scaling.type != "linear" && rope_scaling.type != "llama3") {
     dew::fail("model.rope_scaling.type is '", rope_scaling.type, "'; use none, linear or llama3");
   }
-  if (rope_scaling.type != "none" && rope_scaling.factor <= 0) {
+  if (rope_scaling.type != "none" && (!(rope_scaling.factor > 0) || std::isinf(rope_scaling.factor))) {
     dew::fail("model.rope_scaling.factor must be positive, got ", rope_scaling.factor);
   }
-  if (rope_scaling.type == "llama3" && (rope_scaling.high_freq_factor <= rope_scaling.low_freq_factor ||
-                                        rope_scaling.low_freq_factor <= 0 || rope_scaling.original_max_position_embeddings <= 0)) {
+  if (rope_scaling.type == "llama3" && (!(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor) ||
+                                        !(rope_scaling.low_freq_factor > 0) || std::isinf(rope_scaling.high_freq_factor) || rope_scaling.original_max_position_embeddings <= 0)) {
     dew::fail("model.rope_scaling for llama3 needs 0 < low_freq_factor < high_freq_factor and a positive "
               "original_max_position_embeddings; got low_freq_factor ", rope_scaling.low_freq_factor, ", high_freq_factor ",
               rope_scaling.high_freq_factor, ", original_max_position_embeddings ", rope_scaling.original_max_position_embeddings);
   }
-  if (attn_logit_softcap < 0) dew::fail("model.attn_logit_softcap must be >= 0, got ", attn_logit_softcap);
-  if (query_pre_attn_scalar < 0) dew::fail("model.query_pre_attn_scalar must be >= 0, got ", query_pre_attn_scalar);
-  if (final_logit_softcap < 0) dew::fail("model.final_logit_softcap must be >= 0, got ", final_logit_softcap);
+  if (!(attn_logit_softcap >= 0) || std::isinf(attn_logit_softcap)) dew::fail("model.attn_logit_softcap must be >= 0 and finite, got ", attn_logit_softcap);
+  if (!(query_pre_attn_scalar >= 0) || std::isinf(query_pre_attn_scalar)) dew::fail("model.query_pre_attn_scalar must be >= 0 and finite, got ", query_pre_attn_scalar);
+  if (!(final_logit_softcap >= 0) || std::isinf(final_logit_softcap)) dew::fail("model.final_logit_softcap must be >= 0 and finite, got ", final_logit_softcap);
 }
 
 }  // namespace dew::nn

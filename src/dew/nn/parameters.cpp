@@ -1,5 +1,7 @@
 #include "dew/nn/parameters.h"
 
+#include <cmath>
+
 #include "dew/core/error.h"
 
 namespace dew::nn {
@@ -8,6 +10,16 @@ std::map<std::string, at::Tensor> parameter_map(const torch::nn::Module& module)
   std::map<std::string, at::Tensor> out;
   for (const auto& item : module.named_parameters()) out.emplace(item.key(), item.value());
   return out;
+}
+
+void require_finite(const at::Tensor& tensor, const std::string& file, const std::string& name) {
+  if (!tensor.is_floating_point() || at::isfinite(tensor).all().item<bool>()) return;
+  const at::Tensor flat = tensor.reshape(-1);
+  const std::int64_t index = at::logical_not(at::isfinite(flat)).nonzero()[0][0].item<std::int64_t>();
+  const double value = flat[index].item<double>();
+  dew::fail("'", file, "' tensor '", name, "' holds non-finite values (", std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf",
+            " at element ", index, "); the weights are damaged (a diverged run saved them, or the file was changed): "
+            "use another checkpoint (--step N, or --live for the trained parameters instead of the EMA copy)");
 }
 
 void load_parameters(torch::nn::Module& module, const formats::SafetensorsFile& file, bool strict) {
@@ -20,7 +32,9 @@ void load_parameters(torch::nn::Module& module, const formats::SafetensorsFile& 
       dew::fail("'", file.path().string(), "' tensor '", name, "' has shape ", c10::IntArrayRef(entry.shape),
                 " but the model expects ", p.sizes());
     }
-    p.copy_(file.view(name));
+    const at::Tensor stored = file.view(name);
+    require_finite(stored, file.path().string(), name);
+    p.copy_(stored);
   }
   if (strict) {
     for (const auto& name : file.names()) {

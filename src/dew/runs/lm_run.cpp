@@ -7,13 +7,16 @@
 #include "dew/data/prefetcher.h"
 #include "dew/data/token_files.h"
 #include "dew/data/token_windows.h"
+#include "dew/data/tokenizers/tokenizer_fingerprint.h"
 #include "dew/objectives/lm_objective.h"
 #include "dew/nn/dtype.h"
+#include "dew/runs/memory_estimate.h"
 #include "dew/runs/model_source.h"
 #include "dew/runs/run_directory.h"
 #include "dew/training/checkpoint.h"
 #include "dew/training/evaluate.h"
 #include "dew/training/flops.h"
+#include "dew/training/trainer.h"
 
 namespace fs = std::filesystem;
 
@@ -23,6 +26,9 @@ namespace {
 constexpr const char* kKind = "lm";
 
 // Everything that can be checked before a byte is written; fills model.vocab_size from the data.
+// Includes what used to fail only once training started (and then left run.json behind): train.bin and
+// val.bin of the size meta.json gives with every id inside the vocabulary, a usable trainer.device, and a
+// model that fits in that device's memory.
 void resolve_against_data(LMRunConfig& config) {
   if (!config.init.from.empty()) config.init.from = fs::absolute(config.init.from).lexically_normal().string();
   auto& d = config.data;
@@ -33,6 +39,11 @@ void resolve_against_data(LMRunConfig& config) {
   }
   d.path = fs::absolute(d.path).lexically_normal().string();
   const data::TokenMeta meta = data::read_token_meta(d.path);
+  {
+    const data::TokenFiles files(d.path);  // sizes against meta.json
+    files.split(data::Split::train);       // each split's ids against vocab_size
+    files.split(data::Split::val);
+  }
 
   auto& m = config.model;
   if (m.vocab_size == 0) m.vocab_size = meta.vocab_size;
@@ -57,6 +68,43 @@ void resolve_against_data(LMRunConfig& config) {
   if (l.loss_chunk_tokens < 0) fail("lm.loss_chunk_tokens must be >= 0 (0 = all at once), got ", l.loss_chunk_tokens);
   config.optim.validate();
   config.trainer.validate();
+  const c10::Device device = training::resolve_device(config.trainer.device);  // cuda without a GPU: refused here
+  check_training_memory(config, device);
+  if (device.is_cuda()) check_model_memory(config.model, c10::Device(c10::kCPU), "");  // built on the CPU first
+}
+
+// The run's tokenizer: "byte", or its copy under the run directory (which must still be there).
+std::unique_ptr<data::Tokenizer> load_run_tokenizer(const fs::path& run_dir, const std::string& spec) {
+  if (spec == "byte") return data::load_tokenizer("byte");
+  const fs::path copy = run_dir / spec;
+  std::error_code ec;
+  if (!fs::exists(copy, ec)) {
+    fail("the run's copy of its tokenizer, '", copy.string(), "', is missing (", run_file_path(run_dir).string(),
+         " names it); restore the run's tokenizer/ directory, for example from the token directory it was trained on");
+  }
+  return data::load_tokenizer(copy.string());
+}
+
+// The fingerprint of the tokenizer a run was trained with: run.json's, or (runs written before the field)
+// computed from the run's copy.
+std::string run_tokenizer_sha256(const fs::path& run_dir, const RunFile& file) {
+  if (!file.tokenizer_sha256.empty()) return file.tokenizer_sha256;
+  return data::tokenizer_sha256(*load_run_tokenizer(run_dir, file.tokenizer));
+}
+
+// Evaluation and resuming read data.path again, which may have been tokenized anew since the run began:
+// ids of another vocabulary would be read as this model's and give a wrong loss with exit 0.
+void check_data_tokenizer(const fs::path& run_dir, const RunFile& file, const std::string& data_path) {
+  const data::TokenMeta meta = data::read_token_meta(data_path);
+  const std::string data_sha = data::token_tokenizer_sha256(data_path, meta);
+  const std::string run_sha = run_tokenizer_sha256(run_dir, file);
+  if (data_sha == run_sha) return;
+  const std::string run_copy = file.tokenizer == "byte" ? std::string("byte") : (run_dir / file.tokenizer).string();
+  fail("the data in '", data_path, "' was tokenized with another tokenizer ('", meta.tokenizer_source, "', vocabulary ",
+       meta.vocab_size, ", sha256 ", data_sha.substr(0, 12), ") than run '", run_dir.string(), "' was trained with ('",
+       run_copy, "', sha256 ", run_sha.substr(0, 12), "); its ids would be read as other tokens. Tokenize the corpus "
+       "again with the run's tokenizer (dew tokenize --tokenizer '", run_copy, "' ...) or set data.path to the data "
+       "the run was trained on");
 }
 
 // The value at a dotted path ("model.num_layers") as JSON text, or "(absent)".
@@ -75,9 +123,20 @@ std::string value_at(const config::Json& root, const std::string& dotted) {
 }
 
 // A fresh fine-tuning run takes the architecture from the model it starts from; only the compute and
-// storage dtypes stay the run's choice.
+// storage dtypes stay the run's choice. A model field the user set (it differs from the default) to a
+// value other than the init model's would be silently ignored, so it is refused. A field set to its
+// default value cannot be told from an unset one; it is adopted like the rest.
 void adopt_model_config(LMRunConfig& config, const LoadedModel& init) {
   nn::CausalTransformerConfig model = init.model->config();
+  const nn::CausalTransformerConfig unset;
+  const config::Json asked = config::to_json(config.model), defaults = config::to_json(unset), adopted = config::to_json(model);
+  for (const auto& [field, value] : asked.items()) {
+    if (field == "dtype" || field == "param_dtype") continue;
+    if (value == defaults[field] || value == adopted[field]) continue;
+    fail("model.", field, " = ", value.dump(), " was asked for, but init.from '", config.init.from, "' has ",
+         adopted[field].dump(), " and a fine-tuning run takes the whole architecture from the model it starts from "
+         "(only model.dtype and model.param_dtype are the run's); drop the setting (nothing was written)");
+  }
   model.dtype = config.model.dtype;
   model.param_dtype = config.model.param_dtype;
   config.model = model;
@@ -92,7 +151,9 @@ void check_same_tokenizer(const LoadedModel& init, const LMRunConfig& config) {
   const auto& model_tokenizer = *init.tokenizer.tokenizer;
   const std::string probe = "Once upon a time, in 1813, Mr. Darcy said:\n\t\"It's naïve — déjà vu 🦄!\"  ";
   const bool same_size = data_tokenizer->vocab_size() == model_tokenizer.vocab_size();
-  if (!same_size || data_tokenizer->encode(probe) != model_tokenizer.encode(probe)) {
+  // The fingerprints compare every id's bytes as well (a probe shows only the ids it happens to use).
+  if (!same_size || data_tokenizer->encode(probe) != model_tokenizer.encode(probe) ||
+      data::token_tokenizer_sha256(config.data.path, meta) != data::tokenizer_sha256(model_tokenizer)) {
     fail("the data in '", config.data.path, "' was tokenized with '", meta.tokenizer_source, "' (vocabulary ",
          data_tokenizer->vocab_size(), ") but init.from '", config.init.from, "' uses another tokenizer (vocabulary ",
          model_tokenizer.vocab_size(), (same_size ? ", different ids" : ""),
@@ -136,6 +197,7 @@ LMRun LMRun::start(const fs::path& run_dir, LMRunConfig config) {
   if (init) check_same_tokenizer(*init, config);
   if (holds_run(run_dir)) {
     RunFile stored = read_run_file(run_dir);
+    check_data_tokenizer(run_dir, stored, config.data.path);
     LMRunConfig before = config_from(stored, run_dir);
     // Everything but trainer.* rebuilds the model, data order and optimizer the checkpoints were made with.
     config::Json a = config::to_json(before), b = config::to_json(config);
@@ -159,7 +221,9 @@ LMRun LMRun::start(const fs::path& run_dir, LMRunConfig config) {
   } else {
     tokenizer = copy_tokenizer(config, run_dir);
   }
-  RunFile file{kKind, tokenizer, config::to_json(config)};
+  RunFile file{kKind, tokenizer, config::to_json(config),
+               init ? data::tokenizer_sha256(*init->tokenizer.tokenizer)
+                    : data::token_tokenizer_sha256(config.data.path, data::read_token_meta(config.data.path))};
   write_run_file(run_dir, file);  // last: a directory with run.json is a complete run to resume
   LMRun run(run_dir, std::move(config), file.tokenizer, /*resumed=*/false);
   if (init) run.initial_model_ = init->model;
@@ -177,10 +241,7 @@ LMRun LMRun::open(const fs::path& run_dir) {
   return LMRun(run_dir, std::move(config), file.tokenizer, /*resumed=*/true);
 }
 
-std::unique_ptr<data::Tokenizer> LMRun::tokenizer() const {
-  if (tokenizer_ == "byte") return data::load_tokenizer("byte");
-  return data::load_tokenizer((dir_ / tokenizer_).string());
-}
+std::unique_ptr<data::Tokenizer> LMRun::tokenizer() const { return load_run_tokenizer(dir_, tokenizer_); }
 
 nn::CausalTransformer LMRun::build_model() const { return nn::CausalTransformer(config_.model, nn::ParameterInit::none); }
 
@@ -229,6 +290,10 @@ training::FitResult LMRun::train(std::FILE* out) const {
 
 nn::CausalTransformer LMRun::load_model(bool live, std::optional<std::int64_t> step, const std::string& device,
                                         fs::path* loaded) const {
+  const c10::Device target = training::resolve_device(device.empty() ? config_.trainer.device : device);
+  const std::string source = run_file_path(dir_).string();
+  check_model_memory(config_.model, c10::Device(c10::kCPU), source);  // built on the CPU, then moved
+  if (target.is_cuda()) check_model_memory(config_.model, target, source);
   nn::CausalTransformer model = build_model();
   fs::path checkpoint = dir_;
   if (step) {
@@ -242,13 +307,14 @@ nn::CausalTransformer LMRun::load_model(bool live, std::optional<std::int64_t> s
   }
   fs::path used = training::load_checkpoint_weights(*model, checkpoint, /*use_ema=*/!live);
   if (loaded) *loaded = used;
-  model->to(training::resolve_device(device.empty() ? config_.trainer.device : device));
+  model->to(target);
   model->eval();
   return model;
 }
 
 objectives::Statistics LMRun::evaluate(bool live, std::optional<std::int64_t> step, std::int64_t max_batches,
                                        const std::string& device, fs::path* loaded) const {
+  check_data_tokenizer(dir_, read_run_file(dir_), config_.data.path);
   auto val = batches(data::Split::val);
   if (!val) {
     fail("the validation split of '", config_.data.path, "' is shorter than one row of data.seq_len + 1 = ",

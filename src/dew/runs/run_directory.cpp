@@ -50,6 +50,10 @@ RunFile read_run_file(const fs::path& run_dir) {
   if (!tokenizer.is_string()) config::wrong_type(tokenizer, "tokenizer", file.string(), "a string");
   run.kind = kind.get<std::string>();
   run.tokenizer = tokenizer.get<std::string>();
+  if (auto sha = j.find("tokenizer_sha256"); sha != j.end()) {  // optional: older runs lack it
+    if (!sha->is_string()) config::wrong_type(*sha, "tokenizer_sha256", file.string(), "a string");
+    run.tokenizer_sha256 = sha->get<std::string>();
+  }
   run.config = require(j, "config", file);
   if (!run.config.is_object()) config::wrong_type(run.config, "config", file.string(), "an object");
   return run;
@@ -61,6 +65,7 @@ void write_run_file(const fs::path& run_dir, const RunFile& run) {
   j["version"] = kVersion;
   j["kind"] = run.kind;
   j["tokenizer"] = run.tokenizer;
+  if (!run.tokenizer_sha256.empty()) j["tokenizer_sha256"] = run.tokenizer_sha256;
   j["config"] = run.config;
   write_file_atomic(run_file_path(run_dir), j.dump(2) + "\n");
 }

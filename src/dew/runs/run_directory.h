@@ -2,7 +2,8 @@
 // A run directory, as every `dew train ...` command writes it:
 //
 //   RUN_DIR/run.json      {"format": "dew-run", "version": 1, "kind": "lm", "tokenizer": "tokenizer/tokenizer.json",
-//                          "config": {...}}: everything needed to rebuild the model, objective, data and optimizer
+//                          "tokenizer_sha256": "...", "config": {...}}: everything needed to rebuild the model,
+//                          objective, data and optimizer
 //   RUN_DIR/tokenizer/    the tokenizer the data was written with (absent for the byte tokenizer)
 //   RUN_DIR/<step>/       checkpoints (training/checkpoint.h)
 //   RUN_DIR/tracking/     scalars.jsonl and plots (telemetry/local_tracker.h)
@@ -20,6 +21,7 @@ struct RunFile {
   std::string kind;       // "lm", later "sft", "dpo", ...
   std::string tokenizer;  // load_tokenizer spec relative to the run directory; "byte" for the byte tokenizer
   config::Json config;    // the kind's whole config
+  std::string tokenizer_sha256;  // the tokenizer's fingerprint (tokenizer_fingerprint.h); empty in older runs
 };
 
 std::filesystem::path run_file_path(const std::filesystem::path& run_dir);  // RUN_DIR/run.json

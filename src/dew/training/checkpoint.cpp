@@ -1,5 +1,6 @@
 #include "dew/training/checkpoint.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/module.h>
 
 #include <algorithm>
@@ -69,6 +70,20 @@ CheckpointState state_from_json(const fs::path& file) {
   const auto& rng = need("rng_state");
   if (!rng.is_string()) fail("'", file.string(), "' field 'rng_state' must be a string");
   s.rng_state = rng.get<std::string>();
+  // LibTorch checks a generator state only by an internal assertion (a stack trace naming no file), so
+  // it is checked here: lowercase hex of exactly the CPU generator's state size (empty = not saved).
+  if (!s.rng_state.empty()) {
+    const bool hex = std::all_of(s.rng_state.begin(), s.rng_state.end(),
+                                 [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    if (!hex || s.rng_state.size() % 2 != 0) {
+      fail("'", file.string(), "' field 'rng_state' is not an even number of lowercase hex digits; the checkpoint is damaged");
+    }
+    const auto expected = static_cast<std::size_t>(at::detail::getDefaultCPUGenerator().get_state().numel());
+    if (s.rng_state.size() / 2 != expected) {
+      fail("'", file.string(), "' field 'rng_state' holds ", s.rng_state.size() / 2, " bytes; a CPU generator state is ",
+           expected, " bytes: the checkpoint is damaged (truncated or edited); resume from another checkpoint");
+    }
+  }
   s.elapsed_seconds = number("elapsed_seconds");
   s.tokens_seen = number("tokens_seen");
   const auto& metrics = need("metrics");

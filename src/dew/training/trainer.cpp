@@ -275,9 +275,23 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
     nn::load_parameters(module, checkpoint->params());
     optimizer_->load_state(Checkpoint::tensors(checkpoint->optimizer()), checkpoint->optimizer().path().string());
     if (ema_->enabled()) ema_->load_state(Checkpoint::tensors(checkpoint->ema()), checkpoint->ema().path().string());
+    const std::string state_file = (checkpoint->dir() / "state.json").string();
     if (!s.rng_state.empty()) {
       at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the shared generator
-      generator.set_state(from_hex(s.rng_state, (checkpoint->dir() / "state.json").string()));
+      try {
+        generator.set_state(from_hex(s.rng_state, state_file));
+      } catch (const c10::Error&) {  // state_from_json checked the size; anything else LibTorch refuses
+        fail("'", state_file, "' field 'rng_state' is not a CPU generator state LibTorch accepts; the checkpoint is damaged");
+      }
+    }
+    // The position counts rows read: S steps of trainer.batch_size rows end at S * batch_size (positions
+    // beyond one epoch are fine, the loader wraps them into later epochs). A larger value was never
+    // written by a trainer of this batch size: the file was damaged or edited. A run trained with a larger
+    // batch size than it is resumed with is the one false alarm, and the message names it.
+    if (static_cast<double>(s.data_position) > static_cast<double>(s.step) * static_cast<double>(config_.batch_size)) {
+      fail("'", state_file, "' has data_position ", s.data_position, ", more rows than ", s.step, " steps of trainer.batch_size ",
+           config_.batch_size, " can have read (", s.step, " x ", config_.batch_size, "); the checkpoint is damaged or "
+           "was edited. If the run was trained with a larger trainer.batch_size, resume it with that batch size");
     }
     train.set_position(s.data_position);
     step = s.step;

@@ -1,0 +1,27 @@
+#include "dew/nn/parameter_count.h"
+
+#include <limits>
+
+namespace dew::nn {
+
+std::int64_t parameter_count(const CausalTransformerConfig& c) {
+  // In double: a mistyped config (emb_features = 1e10) must give a huge count, not a wrapped one.
+  // Mirrors the modules' constructors (causal_transformer.cpp, attention.cpp, layers.cpp).
+  const double e = static_cast<double>(c.emb_features), v = static_cast<double>(c.vocab_size);
+  const double d = static_cast<double>(c.resolved_head_dim()), f = static_cast<double>(c.resolved_mlp_features());
+  const double q = static_cast<double>(c.num_heads) * d, kv = static_cast<double>(c.resolved_kv_heads()) * d;
+  double attention = e * q + 2 * e * kv + q * e;
+  if (c.attention_bias) attention += q + 2 * kv;
+  if (c.attention_output_bias) attention += e;
+  if (c.qk_norm) attention += 2 * d;
+  const double projections = c.mlp == "gelu" ? 2 : 3;
+  double mlp = projections * e * f;
+  if (c.mlp_bias) mlp += (projections - 1) * f + e;
+  const double norms = (c.sandwich_norms ? 4 : 2) * e;
+  double total = v * e + static_cast<double>(c.num_layers) * (attention + mlp + norms) + e;
+  if (!c.tie_embeddings) total += v * e;
+  if (total >= static_cast<double>(std::numeric_limits<std::int64_t>::max())) return std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(total);
+}
+
+}  // namespace dew::nn
