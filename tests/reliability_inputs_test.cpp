@@ -370,6 +370,24 @@ TEST(ReliabilityInputs, UnreachableDataPositionIsRefusedNamingTheFile) {
   EXPECT_FALSE(fs::exists(run / "5"));
 }
 
+// Changing trainer.batch_size on resume is allowed: a smaller batch after a larger one is no false alarm,
+// because each checkpoint records the largest batch size trained with so far.
+TEST(ReliabilityInputs, ResumingWithASmallerBatchKeepsTheDataPositionBound) {
+  TempDir work;
+  auto run = trained_run(work.path(), "byte", 4);  // 4 steps of 4 rows: data_position 16
+  auto resume = *LMRun::stored_config(run);
+  resume.trainer.steps = 6;
+  resume.trainer.batch_size = 2;
+  dew::test::SingleThreaded threads;
+  EXPECT_EQ(error_of([&] { LMRun::start(run, resume).train(nullptr); }), "(no error)");
+  auto state = read_json(run / "6" / "state.json");
+  EXPECT_EQ(state["data_position"], 16 + 2 * 2);
+  EXPECT_EQ(state["largest_batch_size"], 4);
+  resume.trainer.steps = 7;  // 20 rows in 6 steps is more than 6 x 2, fine with the recorded 4
+  EXPECT_EQ(error_of([&] { LMRun::start(run, resume).train(nullptr); }), "(no error)");
+  EXPECT_TRUE(fs::exists(run / "7"));
+}
+
 // ---- smaller findings -----------------------------------------------------------------------------------
 
 TEST(ReliabilityInputs, MissingRunTokenizerCopyIsNamed) {

@@ -40,6 +40,7 @@ nlohmann::ordered_json state_to_json(const CheckpointState& s) {
   j["rng_state"] = s.rng_state;
   j["elapsed_seconds"] = s.elapsed_seconds;
   j["tokens_seen"] = s.tokens_seen;
+  j["largest_batch_size"] = s.largest_batch_size;
   j["metrics"] = nlohmann::ordered_json::object();
   for (const auto& [k, v] : s.metrics) j["metrics"][k] = v;  // non-finite values become null
   return j;
@@ -86,6 +87,7 @@ CheckpointState state_from_json(const fs::path& file) {
   }
   s.elapsed_seconds = number("elapsed_seconds");
   s.tokens_seen = number("tokens_seen");
+  if (j.contains("largest_batch_size")) s.largest_batch_size = integer("largest_batch_size").get<std::int64_t>();
   const auto& metrics = need("metrics");
   if (!metrics.is_object()) fail("'", file.string(), "' field 'metrics' must be an object");
   for (auto it = metrics.begin(); it != metrics.end(); ++it) {

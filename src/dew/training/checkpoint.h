@@ -34,6 +34,9 @@ struct CheckpointState {
   std::string rng_state;           // the CPU generator's state, hex (empty = not saved)
   double elapsed_seconds = 0;      // training wall time so far (summed over resumed segments)
   double tokens_seen = 0;          // loss terms (targets) trained on so far
+  // The largest trainer.batch_size of any segment so far (a resumed run may change it), so that a resume
+  // can tell a data_position no trainer could have reached; 0 in checkpoints written before it was kept.
+  std::int64_t largest_batch_size = 0;
   std::map<std::string, double> metrics;  // the last logged scalars
 };
 

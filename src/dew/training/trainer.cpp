@@ -5,6 +5,7 @@
 #include <torch/cuda.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -210,6 +211,7 @@ fs::path Trainer::write_checkpoint(std::int64_t step, std::int64_t data_position
   state.rng_state = to_hex(at::detail::getDefaultCPUGenerator().get_state());
   state.elapsed_seconds = elapsed_base_ + seconds_since(segment_start_);
   state.tokens_seen = tokens_seen_;
+  state.largest_batch_size = largest_batch_size_;
   state.metrics = metrics;
   CheckpointTensors tensors;
   tensors.params = nn::parameter_map(objective_.module());
@@ -270,6 +272,7 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   std::map<std::string, double> last_metrics;
   elapsed_base_ = 0;
   tokens_seen_ = 0;
+  largest_batch_size_ = config_.batch_size;
   if (checkpoint) {
     const auto& s = checkpoint->state();
     nn::load_parameters(module, checkpoint->params());
@@ -284,14 +287,17 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
         fail("'", state_file, "' field 'rng_state' is not a CPU generator state LibTorch accepts; the checkpoint is damaged");
       }
     }
-    // The position counts rows read: S steps of trainer.batch_size rows end at S * batch_size (positions
-    // beyond one epoch are fine, the loader wraps them into later epochs). A larger value was never
-    // written by a trainer of this batch size: the file was damaged or edited. A run trained with a larger
-    // batch size than it is resumed with is the one false alarm, and the message names it.
-    if (static_cast<double>(s.data_position) > static_cast<double>(s.step) * static_cast<double>(config_.batch_size)) {
-      fail("'", state_file, "' has data_position ", s.data_position, ", more rows than ", s.step, " steps of trainer.batch_size ",
-           config_.batch_size, " can have read (", s.step, " x ", config_.batch_size, "); the checkpoint is damaged or "
-           "was edited. If the run was trained with a larger trainer.batch_size, resume it with that batch size");
+    // The position counts rows read: S steps of at most B rows end at or before S * B, B the largest
+    // trainer.batch_size of any segment so far (positions beyond one epoch are fine, the loader wraps them
+    // into later epochs). A larger value was never written by a trainer: the file was damaged or edited.
+    // Checkpoints from before largest_batch_size was kept are bounded by this segment's batch size.
+    largest_batch_size_ = std::max(s.largest_batch_size, config_.batch_size);
+    const std::int64_t bound_batch = s.largest_batch_size > 0 ? largest_batch_size_ : config_.batch_size;
+    if (static_cast<double>(s.data_position) > static_cast<double>(s.step) * static_cast<double>(bound_batch)) {
+      fail("'", state_file, "' has data_position ", s.data_position, ", more rows than ", s.step,
+           " steps of at most ", bound_batch, " rows can have read; the checkpoint is damaged or was edited",
+           s.largest_batch_size > 0 ? std::string("; resume from another checkpoint")
+                                    : std::string(". If the run was trained with a larger trainer.batch_size, resume it with that batch size"));
     }
     train.set_position(s.data_position);
     step = s.step;

@@ -96,6 +96,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Ema> ema_;
   double elapsed_base_ = 0, tokens_seen_ = 0;
+  std::int64_t largest_batch_size_ = 0;  // CheckpointState::largest_batch_size, this segment's included
   std::chrono::steady_clock::time_point segment_start_;
 };
 
