@@ -21,7 +21,7 @@
 #include "dew/runs/lm_run.h"
 #include "dew/runs/run_directory.h"
 #include "dew/training/checkpoint.h"
-#include "training_test_support.h"
+#include "run_test_support.h"
 
 namespace fs = std::filesystem;
 using dew::runs::LMRun;
@@ -33,23 +33,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-LMRunConfig tiny_run(const fs::path& data, std::int64_t steps) {
-  LMRunConfig c;
-  c.model = dew::test::tiny_decoder_config();
-  c.model.vocab_size = 0;  // from meta.json
-  c.data.path = data.string();
-  c.data.seq_len = 16;
-  c.trainer.steps = steps;
-  c.trainer.batch_size = 4;
-  c.trainer.log_every = 100;
-  c.trainer.eval_every = 0;
-  c.trainer.checkpoint_every = 4;
-  c.trainer.keep_checkpoints = 0;
-  c.trainer.peak_flops = 1e9;  // skip the start-up matmul measurement
-  c.trainer.device = "cpu";
-  c.optim.learning_rate = 1e-2;
-  return c;
-}
+LMRunConfig tiny_run(const fs::path& data, std::int64_t steps) { return dew::test::tiny_lm_run_config(data, steps); }
 
 std::string corpus_text() {
   std::string text;

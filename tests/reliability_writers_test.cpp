@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "run_test_support.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -18,11 +19,7 @@ using dew::test::TempDir;
 
 namespace {
 
-const char* kTinyModel =
-    " --set model.emb_features=32 --set model.num_layers=2 --set model.num_heads=4 --set model.mlp_features=48"
-    " --set model.max_seq_len=48 --set data.seq_len=24 --set trainer.batch_size=4 --set trainer.log_every=2"
-    " --set trainer.eval_every=4 --set trainer.checkpoint_every=4 --set trainer.peak_flops=1e9"
-    " --set trainer.device=cpu --set optim.learning_rate=0.01";
+const char* const kTinyModel = dew::test::kTinyModelFlags;
 
 fs::path tiny_gguf() { return dew::test::fixtures() / "smollm2" / "tiny" / "llama.gguf"; }
 

@@ -8,7 +8,7 @@
 #include "dew/runs/lm_run.h"
 #include "dew/runs/run_directory.h"
 #include "dew/training/checkpoint.h"
-#include "training_test_support.h"
+#include "run_test_support.h"
 
 using dew::test::error_of;
 
@@ -20,21 +20,9 @@ using dew::test::TempDir;
 namespace {
 
 LMRunConfig tiny_run(const fs::path& data, std::int64_t steps) {
-  LMRunConfig c;
-  c.model = dew::test::tiny_decoder_config();
-  c.model.vocab_size = 0;  // from meta.json
-  c.data.path = data.string();
-  c.data.seq_len = 16;
+  LMRunConfig c = dew::test::tiny_lm_run_config(data, steps);
   c.data.prefetch = 2;
-  c.trainer.steps = steps;
-  c.trainer.batch_size = 4;
   c.trainer.log_every = 2;
-  c.trainer.eval_every = 0;
-  c.trainer.checkpoint_every = 4;
-  c.trainer.keep_checkpoints = 0;
-  c.trainer.peak_flops = 1e9;  // skip the start-up matmul measurement
-  c.trainer.device = "cpu";
-  c.optim.learning_rate = 1e-2;
   c.optim.schedule = "constant";
   return c;
 }

@@ -10,7 +10,7 @@
 #include "dew/core/error.h"
 #include "dew/data/tokenizers/bpe_tokenizer.h"
 #include "dew/data/tokenizers/byte_level.h"
-#include "sha256.h"
+#include "dew/core/sha256.h"
 #include "test_support.h"
 
 namespace dew::data {
@@ -33,7 +33,7 @@ std::optional<std::string> prose_slice(const json& prose) {
   if (!fs::exists(corpus_path())) return std::nullopt;
   std::string corpus = read_file(corpus_path());
   std::string slice = corpus.substr(prose["offset"].get<std::size_t>(), prose["length"].get<std::size_t>());
-  EXPECT_EQ(test::sha256_hex(slice), prose["sha256"].get<std::string>()) << "the corpus differs from the fixture's";
+  EXPECT_EQ(dew::sha256_hex(slice), prose["sha256"].get<std::string>()) << "the corpus differs from the fixture's";
   return slice;
 }
 
@@ -96,9 +96,9 @@ TEST(BpeTokenizer, Gpt2MatchesOnAustenSlice) {
 
 TEST(BpeTokenizer, EncoderJsonAndVocabBpeEqualTokenizerJson) {
   fs::path dir = test::fixtures() / "tokenizers/gpt2_openai";
-  EXPECT_EQ(test::sha256_hex(read_file(dir / "encoder.json")),
+  EXPECT_EQ(dew::sha256_hex(read_file(dir / "encoder.json")),
             "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783");
-  EXPECT_EQ(test::sha256_hex(read_file(dir / "vocab.bpe")),
+  EXPECT_EQ(dew::sha256_hex(read_file(dir / "vocab.bpe")),
             "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5");
   auto files = load_bpe_tokenizer(dir.string());
   EXPECT_EQ(files->vocab_size(), 50257);

@@ -16,7 +16,7 @@
 #include "dew/core/error.h"
 #include "dew/data/tokenizers/bpe_trainer.h"
 #include "dew/data/tokenizers/pretokenizer.h"
-#include "sha256.h"
+#include "dew/core/sha256.h"
 #include "test_support.h"
 
 using dew::test::error_of;
@@ -284,16 +284,16 @@ std::string corpus_slice(const Json& slice) {
   if (offset + length > corpus.size())
     throw std::runtime_error(corpus_path().string() + " is shorter than the fixtures expect: not the corpus they were made from");
   std::string text = corpus.substr(offset, length);
-  if (test::sha256_hex(text) != slice["sha256"].get<std::string>())
+  if (dew::sha256_hex(text) != slice["sha256"].get<std::string>())
     throw std::runtime_error(corpus_path().string() + " differs from the corpus the fixtures were made from (sha256 of bytes " +
                              std::to_string(offset) + ".." + std::to_string(offset + length) + ")");
   return text;
 }
 
 TEST(BpeTrainerFixture, Sha256MatchesKnownDigests) {
-  EXPECT_EQ(test::sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(test::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(test::sha256_hex(std::string(1000, 'a')),
+  EXPECT_EQ(dew::sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(dew::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(dew::sha256_hex(std::string(1000, 'a')),
             "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
 }
 

@@ -1,5 +1,7 @@
 #include "dew/data/tokenizers/bpe_tokenizer.h"
 
+#include "dew/core/printable.h"
+
 #include <algorithm>
 #include <atomic>
 
@@ -41,15 +43,6 @@ BpeDefinition definition_from_parts(BpeParts parts) {
   definition.added_tokens = std::move(parts.added_tokens);
   definition.split_patterns = {parts.split_pattern.empty() ? std::string(kGpt2Pattern) : parts.split_pattern};
   return definition;
-}
-
-std::string printable(std::string_view token) {
-  std::string out;
-  for (unsigned char c : token) {
-    if (c < 0x20 || c == 0x7F) out += dew::str("\\x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
-    else out += static_cast<char>(c);
-  }
-  return out;
 }
 
 }  // namespace
