@@ -268,8 +268,10 @@ TEST(ReliabilityInputs, ModelsTooLargeForMemoryAreRefusedQuickly) {
   wide.model.emb_features = 100000000;
   wide.model.mlp_features = 0;
   std::string message;
+  // Refused from the config in milliseconds; 5 s leaves room for a loaded CI machine and is still far below
+  // what the defect cost (an allocator crash, or minutes building a million layers).
   double seconds = seconds_of([&] { message = error_of([&] { LMRun::start(run, wide); }); });
-  EXPECT_LT(seconds, 1.0);
+  EXPECT_LT(seconds, 5.0);
   EXPECT_NE(message.find("model.emb_features = 100000000"), std::string::npos) << message;
   EXPECT_NE(message.find("parameters"), std::string::npos) << message;
   EXPECT_NE(message.find("GiB"), std::string::npos) << message;
@@ -279,7 +281,7 @@ TEST(ReliabilityInputs, ModelsTooLargeForMemoryAreRefusedQuickly) {
   deep.model = dew::nn::CausalTransformerConfig{};  // the default widths, as the probe ran it
   deep.model.num_layers = 1000000;
   seconds = seconds_of([&] { message = error_of([&] { LMRun::start(run, deep); }); });
-  EXPECT_LT(seconds, 1.0);
+  EXPECT_LT(seconds, 5.0);
   EXPECT_NE(message.find("model.num_layers = 1000000"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(run / "run.json"));
 }
