@@ -11,6 +11,8 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <set>
 
 #include "dew/core/error.h"
 
@@ -18,6 +20,27 @@ namespace dew {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The temporaries being written, for remove_temporaries_in_flight_and_exit. A commit holds the lock while
+// it renames, so an interrupt sees each output either before its rename (temporary removed, old output
+// kept) or after it (new output complete).
+std::mutex& in_flight_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::set<fs::path>& in_flight() {
+  static std::set<fs::path> paths;
+  return paths;
+}
+void track(const fs::path& temporary) {
+  std::lock_guard lock(in_flight_mutex());
+  in_flight().insert(temporary);
+}
+void untrack(const fs::path& temporary) {
+  std::lock_guard lock(in_flight_mutex());
+  in_flight().erase(temporary);
+}
+
 fs::path temporary_sibling(const fs::path& destination, const char* tag) {
   static std::atomic<int> counter{0};
   auto name = destination.filename().string();
@@ -107,8 +130,13 @@ AtomicFile::AtomicFile(fs::path destination) : destination_(std::move(destinatio
     fail("cannot write '", destination_.string(), "': directory '", parent.string(), "' does not exist");
   }
   temporary_ = temporary_sibling(destination_, "tmp");
+  track(temporary_);
   file_ = std::fopen(temporary_.c_str(), "wb");
-  if (!file_) fail("cannot create '", temporary_.string(), "': ", std::strerror(errno));
+  if (!file_) {
+    int saved = errno;
+    untrack(temporary_);
+    fail("cannot create '", temporary_.string(), "': ", std::strerror(saved));
+  }
 }
 
 AtomicFile::~AtomicFile() {
@@ -116,6 +144,7 @@ AtomicFile::~AtomicFile() {
     std::fclose(file_);
     std::error_code ignored;
     fs::remove(temporary_, ignored);
+    untrack(temporary_);
   }
 }
 
@@ -136,13 +165,19 @@ void AtomicFile::commit() {
   if (!ok) {
     std::error_code ignored;
     fs::remove(temporary_, ignored);
+    untrack(temporary_);
     fail("cannot finish '", destination_.string(), "': ", std::strerror(saved));
   }
   std::error_code ec;
-  fs::rename(temporary_, destination_, ec);
+  {
+    std::lock_guard lock(in_flight_mutex());
+    fs::rename(temporary_, destination_, ec);
+    if (!ec) in_flight().erase(temporary_);
+  }
   if (ec) {
     std::error_code ignored;  // not `ec`: the reason to report is the rename's
     fs::remove(temporary_, ignored);
+    untrack(temporary_);
     if (ec == std::errc::is_a_directory || fs::is_directory(destination_, ignored)) {
       fail("cannot write '", destination_.string(), "': '", destination_.string(),
            "' is a directory; give the path of a file (inside it or elsewhere)");
@@ -166,14 +201,19 @@ AtomicDirectory::AtomicDirectory(fs::path destination) : destination_(std::move(
   if (!parent.empty()) fs::create_directories(parent, ec);
   if (ec) fail("cannot create directory '", parent.string(), "': ", ec.message());
   temporary_ = temporary_sibling(destination_, "partial");
+  track(temporary_);
   fs::create_directory(temporary_, ec);
-  if (ec) fail("cannot create directory '", temporary_.string(), "': ", ec.message());
+  if (ec) {
+    untrack(temporary_);
+    fail("cannot create directory '", temporary_.string(), "': ", ec.message());
+  }
 }
 
 AtomicDirectory::~AtomicDirectory() {
   if (!committed_) {
     std::error_code ignored;
     fs::remove_all(temporary_, ignored);
+    untrack(temporary_);
   }
 }
 
@@ -191,20 +231,39 @@ void AtomicDirectory::commit() {
   sync_directory(temporary_);
   std::error_code ec;
   fs::path aside;
-  if (fs::exists(destination_)) {
-    aside = temporary_sibling(destination_, "old");
-    fs::rename(destination_, aside, ec);
-    if (ec) fail("cannot replace '", destination_.string(), "': ", ec.message());
+  {
+    // Both renames under the lock: an interrupt never finds the old output aside and the new one not in place.
+    std::lock_guard lock(in_flight_mutex());
+    if (fs::exists(destination_)) {
+      aside = temporary_sibling(destination_, "old");
+      fs::rename(destination_, aside, ec);
+      if (ec) fail("cannot replace '", destination_.string(), "': ", ec.message());
+    }
+    fs::rename(temporary_, destination_, ec);
+    if (ec) {
+      std::error_code ignored;  // not `ec`: the reason to report is the failed rename's
+      if (!aside.empty()) fs::rename(aside, destination_, ignored);
+      fail("cannot rename into '", destination_.string(), "': ", ec.message());
+    }
+    committed_ = true;
+    in_flight().erase(temporary_);
+    if (!aside.empty()) in_flight().insert(aside);  // the old output, now only a temporary to remove
   }
-  fs::rename(temporary_, destination_, ec);
-  if (ec) {
-    std::error_code ignored;  // not `ec`: the reason to report is the failed rename's
-    if (!aside.empty()) fs::rename(aside, destination_, ignored);
-    fail("cannot rename into '", destination_.string(), "': ", ec.message());
-  }
-  committed_ = true;
   sync_directory(destination_.parent_path().empty() ? fs::path(".") : destination_.parent_path());
-  if (!aside.empty()) fs::remove_all(aside, ec);
+  if (!aside.empty()) {
+    fs::remove_all(aside, ec);
+    untrack(aside);
+  }
+}
+
+void remove_temporaries_in_flight_and_exit(int status) {
+  in_flight_mutex().lock();  // never released: no commit may start after this point
+  for (const auto& path : in_flight()) {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  std::fflush(nullptr);
+  ::_exit(status);
 }
 
 std::string read_file(const fs::path& path) {

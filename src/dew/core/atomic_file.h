@@ -76,6 +76,12 @@ void check_no_file_in_the_way(const std::filesystem::path& path, std::string_vie
 // removed; errors are ignored (the next writer tries again).
 std::size_t remove_stale_temporaries(const std::filesystem::path& dir, const std::optional<std::string>& name = std::nullopt);
 
+// Removes the temporaries this process is writing right now (every AtomicFile and AtomicDirectory not yet
+// committed or destroyed), then ends the process with `status` without returning. For an interrupt that
+// ends a writer (core/interrupt_cleanup.h): no partial output is left. It waits for a commit in progress
+// to finish, so a destination is never left renamed aside.
+[[noreturn]] void remove_temporaries_in_flight_and_exit(int status);
+
 // fsyncs a directory so a rename inside it survives a power cut.
 void sync_directory(const std::filesystem::path& dir);
 
