@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "dew/core/error.h"
-#include "dew/data/tokenizers/jinja/interpreter.h"
-#include "dew/data/tokenizers/jinja/parser.h"
+#include "dew/data/chat_templates/jinja/interpreter.h"
+#include "dew/data/chat_templates/jinja/parser.h"
 
 namespace {
 

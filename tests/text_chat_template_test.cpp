@@ -7,7 +7,7 @@
 
 #include "dew/core/atomic_file.h"
 #include "dew/core/error.h"
-#include "dew/data/tokenizers/chat_template.h"
+#include "dew/data/chat_templates/chat_template.h"
 #include "test_support.h"
 
 namespace dew::data {

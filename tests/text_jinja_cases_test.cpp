@@ -7,8 +7,8 @@
 
 #include "dew/core/atomic_file.h"
 #include "dew/core/error.h"
-#include "dew/data/tokenizers/jinja/interpreter.h"
-#include "dew/data/tokenizers/jinja/parser.h"
+#include "dew/data/chat_templates/jinja/interpreter.h"
+#include "dew/data/chat_templates/jinja/parser.h"
 #include "test_support.h"
 
 namespace dew::data::jinja {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dew/data/tokenizers/chat_template.h"
+#include "dew/data/chat_templates/chat_template.h"
 #include "dew/data/tokenizers/tokenizer.h"
 
 namespace dew::data {

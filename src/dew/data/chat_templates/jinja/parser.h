@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "dew/data/tokenizers/jinja/ast.h"
+#include "dew/data/chat_templates/jinja/ast.h"
 
 namespace dew::data::jinja {
 

@@ -4,7 +4,7 @@
 // output limit), printf-style '%', Markup escaping on +; and the `in` test.
 #include <string>
 
-#include "dew/data/tokenizers/jinja/value.h"
+#include "dew/data/chat_templates/jinja/value.h"
 
 namespace dew::data::jinja {
 

@@ -1,4 +1,4 @@
-#include "dew/data/tokenizers/jinja/lexer.h"
+#include "dew/data/chat_templates/jinja/lexer.h"
 
 #include <algorithm>
 #include <cctype>

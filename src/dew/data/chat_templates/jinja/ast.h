@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "dew/data/tokenizers/jinja/value.h"
+#include "dew/data/chat_templates/jinja/value.h"
 
 namespace dew::data::jinja {
 

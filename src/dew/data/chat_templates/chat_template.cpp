@@ -1,8 +1,8 @@
-#include "dew/data/tokenizers/chat_template.h"
+#include "dew/data/chat_templates/chat_template.h"
 
 #include "dew/core/error.h"
-#include "dew/data/tokenizers/jinja/interpreter.h"
-#include "dew/data/tokenizers/jinja/parser.h"
+#include "dew/data/chat_templates/jinja/interpreter.h"
+#include "dew/data/chat_templates/jinja/parser.h"
 
 namespace dew::data {
 namespace {

@@ -1,10 +1,10 @@
-#include "dew/data/tokenizers/jinja/operators.h"
+#include "dew/data/chat_templates/jinja/operators.h"
 
 #include <cmath>
 
 #include "dew/core/error.h"
-#include "dew/data/tokenizers/jinja/interpreter.h"
-#include "dew/data/tokenizers/jinja/text.h"
+#include "dew/data/chat_templates/jinja/interpreter.h"
+#include "dew/data/chat_templates/jinja/text.h"
 
 namespace dew::data::jinja {
 namespace {

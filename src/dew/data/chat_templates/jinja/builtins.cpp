@@ -1,12 +1,12 @@
-#include "dew/data/tokenizers/jinja/builtins.h"
+#include "dew/data/chat_templates/jinja/builtins.h"
 
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
 #include "dew/core/error.h"
-#include "dew/data/tokenizers/jinja/interpreter.h"
-#include "dew/data/tokenizers/jinja/text.h"
+#include "dew/data/chat_templates/jinja/interpreter.h"
+#include "dew/data/chat_templates/jinja/text.h"
 
 namespace dew::data::jinja {
 

@@ -4,9 +4,9 @@
 #include <cctype>
 
 #include "dew/core/error.h"
-#include "dew/data/tokenizers/jinja/builtins.h"
-#include "dew/data/tokenizers/jinja/interpreter.h"
-#include "dew/data/tokenizers/jinja/text.h"
+#include "dew/data/chat_templates/jinja/builtins.h"
+#include "dew/data/chat_templates/jinja/interpreter.h"
+#include "dew/data/chat_templates/jinja/text.h"
 
 namespace dew::data::jinja {
 namespace {

@@ -1,9 +1,9 @@
-#include "dew/data/tokenizers/jinja/parser.h"
+#include "dew/data/chat_templates/jinja/parser.h"
 
 #include <algorithm>
 
 #include "dew/core/error.h"
-#include "dew/data/tokenizers/jinja/lexer.h"
+#include "dew/data/chat_templates/jinja/lexer.h"
 
 namespace dew::data::jinja {
 namespace {

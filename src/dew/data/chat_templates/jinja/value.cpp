@@ -1,4 +1,4 @@
-#include "dew/data/tokenizers/jinja/value.h"
+#include "dew/data/chat_templates/jinja/value.h"
 
 #include <algorithm>
 #include <charconv>

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dew/data/tokenizers/jinja/value.h"
+#include "dew/data/chat_templates/jinja/value.h"
 
 namespace dew::data::jinja::text {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "dew/data/tokenizers/jinja/ast.h"
-#include "dew/data/tokenizers/jinja/value.h"
+#include "dew/data/chat_templates/jinja/ast.h"
+#include "dew/data/chat_templates/jinja/value.h"
 
 namespace dew::data::jinja {
 

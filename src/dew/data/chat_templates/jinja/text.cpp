@@ -1,10 +1,10 @@
-#include "dew/data/tokenizers/jinja/text.h"
+#include "dew/data/chat_templates/jinja/text.h"
 
 #include <cctype>
 #include <cstdio>
 
 #include "dew/core/error.h"
-#include "dew/data/tokenizers/jinja/builtins.h"
+#include "dew/data/chat_templates/jinja/builtins.h"
 
 namespace dew::data::jinja::text {
 
