@@ -36,6 +36,8 @@
 #include "dew/core/error.h"
 #include "dew/data/batch_source.h"
 #include "dew/nn/causal_transformer.h"
+#include "dew/nn/decoder_flops.h"
+#include "dew/nn/device.h"
 #include "dew/objectives/lm_objective.h"
 #include "dew/training/evaluate.h"
 #include "dew/training/flops.h"
@@ -238,7 +240,7 @@ int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
     if (o.threads > 0) at::set_num_threads(static_cast<int>(o.threads));
     const double base_rss = current_rss_mib();
-    const auto device = dew::training::resolve_device(o.device);
+    const auto device = dew::nn::resolve_device(o.device);
     const auto config = model_config(o);
 
     dew::nn::CausalTransformer model(config);
@@ -252,7 +254,7 @@ int main(int argc, char** argv) {
     // Best of three: on a shared machine another process can only lower a measurement, never raise it.
     double peak = 0;
     for (int i = 0; i < 3; ++i) peak = std::max(peak, dew::training::measure_peak_flops(device, peak_dtype));
-    const double flops_per_token = dew::training::decoder_flops_per_token(config, o.seq);
+    const double flops_per_token = dew::nn::decoder_flops_per_token(config, o.seq);
     const double tokens_per_step = static_cast<double>(o.batch * o.seq);
 
     nlohmann::ordered_json out;

@@ -33,6 +33,24 @@ TEST(LrSchedule, LinearAndConstant) {
   EXPECT_DOUBLE_EQ(learning_rate_at(constant, 99, 100), 3e-4);
 }
 
+// optim.decay_steps fixes the schedule's length: a run of 20 steps with decay_steps 10 follows the 10-step
+// schedule, then stays at the final rate, so extending trainer.steps does not change the steps already taken.
+TEST(LrSchedule, DecayStepsFixesTheScheduleLength) {
+  OptimConfig c{.learning_rate = 1.0, .schedule = "cosine", .warmup_steps = 2, .final_lr_fraction = 0.1};
+  c.decay_steps = 10;
+  EXPECT_EQ(c.schedule_steps(20), 10);
+  EXPECT_EQ(c.schedule_steps(5), 10);
+  for (std::int64_t step = 0; step < 10; ++step) {
+    EXPECT_DOUBLE_EQ(learning_rate_at(c, step, c.schedule_steps(20)), learning_rate_at(c, step, 10)) << step;
+  }
+  EXPECT_NEAR(learning_rate_at(c, 9, c.schedule_steps(20)), 0.1, 1e-12);
+  EXPECT_NEAR(learning_rate_at(c, 15, c.schedule_steps(20)), 0.1, 1e-12);
+  c.decay_steps = 0;
+  EXPECT_EQ(c.schedule_steps(20), 20);
+  c.decay_steps = -1;
+  EXPECT_THROW(c.validate(), dew::Error);
+}
+
 TEST(LrSchedule, ConfigValidationNamesTheField) {
   OptimConfig c;
   c.schedule = "exponential";

@@ -10,12 +10,13 @@
 #include "dew/data/tokenizers/tokenizer_fingerprint.h"
 #include "dew/objectives/lm_objective.h"
 #include "dew/nn/dtype.h"
+#include "dew/nn/decoder_flops.h"
+#include "dew/nn/device.h"
 #include "dew/runs/memory_estimate.h"
 #include "dew/runs/model_source.h"
 #include "dew/runs/run_directory.h"
 #include "dew/training/checkpoint.h"
 #include "dew/training/evaluate.h"
-#include "dew/training/flops.h"
 #include "dew/training/trainer.h"
 
 namespace fs = std::filesystem;
@@ -68,7 +69,7 @@ void resolve_against_data(LMRunConfig& config) {
   if (l.loss_chunk_tokens < 0) fail("lm.loss_chunk_tokens must be >= 0 (0 = all at once), got ", l.loss_chunk_tokens);
   config.optim.validate();
   config.trainer.validate();
-  const c10::Device device = training::resolve_device(config.trainer.device);  // cuda without a GPU: refused here
+  const c10::Device device = nn::resolve_device(config.trainer.device);  // cuda without a GPU: refused here
   check_training_memory(config, device);
   if (device.is_cuda()) check_model_memory(config.model, c10::Device(c10::kCPU), "");  // built on the CPU first
 }
@@ -277,7 +278,7 @@ training::FitResult LMRun::train(std::FILE* out) const {
   objectives::LMObjective objective(model, config_.objective_config());
   training::TrainerConfig trainer_config = config_.trainer;
   if (trainer_config.flops_per_token == 0) {
-    trainer_config.flops_per_token = training::decoder_flops_per_token(config_.model, config_.data.seq_len);
+    trainer_config.flops_per_token = nn::decoder_flops_per_token(config_.model, config_.data.seq_len);
   }
   auto train_rows = batches(data::Split::train);
   auto val_rows = batches(data::Split::val);
@@ -290,7 +291,7 @@ training::FitResult LMRun::train(std::FILE* out) const {
 
 nn::CausalTransformer LMRun::load_model(bool live, std::optional<std::int64_t> step, const std::string& device,
                                         fs::path* loaded) const {
-  const c10::Device target = training::resolve_device(device.empty() ? config_.trainer.device : device);
+  const c10::Device target = device.empty() ? nn::resolve_device(config_.trainer.device) : nn::resolve_device(device, "--device");
   const std::string source = run_file_path(dir_).string();
   check_model_memory(config_.model, c10::Device(c10::kCPU), source);  // built on the CPU, then moved
   if (target.is_cuda()) check_model_memory(config_.model, target, source);

@@ -8,7 +8,7 @@
 #include "dew/interop/hf_model.h"
 #include "dew/runs/lm_run.h"
 #include "dew/runs/run_directory.h"
-#include "dew/training/trainer.h"
+#include "dew/nn/device.h"
 
 namespace fs = std::filesystem;
 
@@ -93,7 +93,7 @@ LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& opti
       break;
     }
   }
-  out.model->to(training::resolve_device(options.device.empty() ? "cpu" : options.device));
+  out.model->to(nn::resolve_device(options.device.empty() ? "cpu" : options.device, "--device"));
   out.model->eval();
   return out;
 }

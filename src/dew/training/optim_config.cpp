@@ -22,6 +22,7 @@ void OptimConfig::validate() const {
     fail("optim.schedule is '", schedule, "'; use constant, cosine or linear");
   }
   if (warmup_steps < 0) fail("optim.warmup_steps must be >= 0, got ", warmup_steps);
+  if (decay_steps < 0) fail("optim.decay_steps must be >= 0 (0 = trainer.steps), got ", decay_steps);
   if (!(final_lr_fraction >= 0 && final_lr_fraction <= 1)) {
     fail("optim.final_lr_fraction must be in [0, 1], got ", final_lr_fraction);
   }

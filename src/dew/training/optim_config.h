@@ -19,6 +19,9 @@ struct OptimConfig {
   std::string schedule = "cosine";  // constant | cosine | linear
   std::int64_t warmup_steps = 0;
   double final_lr_fraction = 0.1;  // cosine/linear decay ends at final_lr_fraction * learning_rate
+  // The schedule's length in steps; 0 = trainer.steps. Fixed at a run's start (optim.* cannot change on
+  // resume), so extending trainer.steps later continues at the final rate instead of stretching the decay.
+  std::int64_t decay_steps = 0;
 
   template <class V>
   void fields(V& v) {
@@ -34,10 +37,13 @@ struct OptimConfig {
     v("schedule", schedule, "constant, cosine or linear (decay after warmup over the run's steps)");
     v("warmup_steps", warmup_steps, "steps of linear warmup from learning_rate / warmup_steps");
     v("final_lr_fraction", final_lr_fraction, "the decay ends at this fraction of learning_rate");
+    v("decay_steps", decay_steps, "the schedule's length in steps, warmup included; 0 = trainer.steps");
   }
 
   // Refuses unknown names and out-of-range values, naming the optim.* field.
   void validate() const;
+  // The schedule's length for a run of `total_steps` (decay_steps, or total_steps when 0).
+  std::int64_t schedule_steps(std::int64_t total_steps) const { return decay_steps > 0 ? decay_steps : total_steps; }
 };
 
 }  // namespace dew::training

@@ -12,6 +12,7 @@
 
 #include "dew/core/error.h"
 #include "dew/core/progress.h"
+#include "dew/nn/device.h"
 #include "dew/nn/parameters.h"
 #include "dew/telemetry/local_tracker.h"
 #include "dew/telemetry/plot.h"
@@ -121,25 +122,6 @@ std::string log_line(std::int64_t step, std::int64_t total, const std::map<std::
 
 }  // namespace
 
-c10::Device resolve_device(const std::string& device) {
-  if (device == "auto") return torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
-  std::optional<c10::Device> parsed;
-  try {
-    parsed.emplace(device);
-  } catch (const std::exception&) {
-    fail("trainer.device is '", device, "'; use auto, cpu, cuda or cuda:N");
-  }
-  if (!parsed->is_cpu() && !parsed->is_cuda()) fail("trainer.device is '", device, "'; use auto, cpu, cuda or cuda:N");
-  if (parsed->is_cuda()) {
-    if (!torch::cuda::is_available()) fail("trainer.device is '", device, "' but LibTorch sees no CUDA device; use cpu or auto");
-    const auto index = parsed->has_index() ? parsed->index() : 0;
-    if (index >= static_cast<int>(torch::cuda::device_count())) {
-      fail("trainer.device is '", device, "' but there are only ", torch::cuda::device_count(), " CUDA devices");
-    }
-    return c10::Device(c10::kCUDA, index);
-  }
-  return *parsed;
-}
 
 struct Trainer::StepOutcome {
   double loss_sum = 0, count = 0, grad_norm = 0, lr = 0, seconds = 0;
@@ -151,7 +133,7 @@ Trainer::Trainer(objectives::Objective& objective, OptimConfig optim, TrainerCon
       device_(c10::kCPU) {
   optim_.validate();
   config_.validate();
-  device_ = resolve_device(config_.device);
+  device_ = nn::resolve_device(config_.device);
 }
 
 Trainer::~Trainer() = default;
@@ -196,7 +178,7 @@ Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t 
          "); training stopped without saving this state. ",
          last ? dew::str("The last good checkpoint is '", last->string(), "'.") : std::string("No checkpoint was written yet."));
   }
-  out.lr = learning_rate_at(optim_, step, config_.steps);
+  out.lr = learning_rate_at(optim_, step, optim_.schedule_steps(config_.steps));
   optimizer_->step(out.lr);
   ema_->update();
   out.seconds = seconds_since(start);

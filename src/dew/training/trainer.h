@@ -48,9 +48,6 @@ struct FitResult {
   std::filesystem::path checkpoint;          // the newest checkpoint directory
 };
 
-// "auto" -> cuda when LibTorch sees a GPU, else cpu; "cpu", "cuda", "cuda:N". Errors name trainer.device.
-c10::Device resolve_device(const std::string& device);
-
 class Trainer {
  public:
   Trainer(objectives::Objective& objective, OptimConfig optim, TrainerConfig config, std::filesystem::path run_dir);
