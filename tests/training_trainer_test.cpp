@@ -182,6 +182,60 @@ class NanAtStep final : public dew::objectives::Objective {
   std::int64_t bad_step_;
 };
 
+// An objective that reports a metric of its own and names no validation loss: the trainer prints and plots
+// what the objective reports, not a list of LM names.
+class ReportsWidgets final : public dew::objectives::Objective {
+ public:
+  explicit ReportsWidgets(LMObjective& inner) : inner_(inner) {}
+  std::string name() const override { return "widgets"; }
+  void init(std::uint64_t seed) override { inner_.init(seed); }
+  torch::nn::Module& module() override { return inner_.module(); }
+  dew::objectives::Loss loss(const dew::data::Batch& batch, std::int64_t step) override {
+    auto loss = inner_.loss(batch, step);
+    loss.metrics.add("widgets", 42.0 * loss.count, loss.count);
+    return loss;
+  }
+  dew::objectives::Statistics evaluate(const dew::data::Batch& batch) override {
+    auto stats = inner_.evaluate(batch);
+    stats.add("widgets", 7.0, 1.0);
+    return stats;
+  }
+  nlohmann::ordered_json config_json() const override { return inner_.config_json(); }
+  std::string validation_loss() const override { return ""; }
+
+ private:
+  LMObjective& inner_;
+};
+
+TEST(Trainer, PrintsAndPlotsWhatTheObjectiveReports) {
+  dew::test::SingleThreaded threads;
+  TempDir data, run;
+  dew::test::write_tiny_tokens(data.path());
+  auto inner = tiny_objective();
+  ReportsWidgets objective(inner);
+  auto config = small_run(4);
+  config.log_every = 2;
+  config.eval_every = 4;
+  auto source = windows(data.path(), dew::data::Split::train);
+  auto val = windows(data.path(), dew::data::Split::val);
+  Trainer trainer(objective, small_optim(), config, run.path());
+  std::FILE* out = std::tmpfile();
+  trainer.set_output(out);
+  trainer.fit(source, &val);
+  std::rewind(out);
+  std::string printed;
+  for (int c; (c = std::fgetc(out)) != EOF;) printed += static_cast<char>(c);
+  std::fclose(out);
+  EXPECT_NE(printed.find("training widgets"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("step 2/4  loss "), std::string::npos) << printed;
+  EXPECT_NE(printed.find("  widgets 42  "), std::string::npos) << printed;
+  EXPECT_NE(printed.find("val/widgets 7"), std::string::npos) << printed;
+  EXPECT_LT(printed.find("  widgets 42"), printed.find("  lr "));  // the objective's metrics before the trainer's
+  for (const char* png : {"loss.png", "val_widgets.png", "val_ce.png", "val_perplexity.png"}) {
+    EXPECT_TRUE(fs::exists(run.path() / "tracking" / png)) << png;
+  }
+}
+
 TEST(Trainer, NonFiniteLossStopsNamingTheStepAndKeepsTheLastGoodCheckpoint) {
   dew::test::SingleThreaded threads;
   TempDir data, run;
@@ -302,7 +356,9 @@ TEST(Trainer, LogsScalarsValidatesOverTheWholeSplitAndDrawsPlots) {
   EXPECT_NEAR(last.at("val/ce"), whole.mean("ce"), 1e-5);
   EXPECT_NEAR(result.validation.at("ce"), whole.mean("ce"), 1e-5);
 
-  for (const char* png : {"loss.png", "val_perplexity.png"}) {
+  // One plot per validation metric the objective reports, the loss beside its validation counterpart.
+  EXPECT_FALSE(fs::exists(run.path() / "tracking" / "val_ce.png"));  // val/ce is in loss.png
+  for (const char* png : {"loss.png", "val_perplexity.png", "val_token_accuracy.png"}) {
     auto bytes = dew::read_file(run.path() / "tracking" / png);
     ASSERT_GT(bytes.size(), 24u) << png;
     EXPECT_EQ(bytes.substr(1, 3), "PNG");

@@ -38,6 +38,7 @@ class LMObjective final : public Objective {
   LMObjective(nn::CausalTransformer model, LMObjectiveConfig config);
 
   std::string name() const override { return "lm"; }
+  std::string validation_loss() const override { return "ce"; }  // the loss is the mean cross entropy
   void init(std::uint64_t seed) override { model_->init_parameters(seed); }
   torch::nn::Module& module() override { return *model_; }
   Loss loss(const data::Batch& batch, std::int64_t step) override;

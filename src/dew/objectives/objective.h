@@ -35,6 +35,9 @@ class Objective {
   virtual Statistics evaluate(const data::Batch& batch) = 0;
   // Everything needed to rebuild this objective (and its model) in run.json.
   virtual nlohmann::ordered_json config_json() const = 0;
+  // The evaluate() statistic that measures what the training loss measures (plotted beside it), or "" when
+  // evaluation reports no such thing.
+  virtual std::string validation_loss() const { return "loss"; }
 };
 
 }  // namespace dew::objectives

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <set>
 
 #include "dew/core/error.h"
 #include "dew/core/progress.h"
@@ -72,50 +73,27 @@ std::string format_value(const std::string& name, double v) {
   return buf;
 }
 
-// Log lines, plus a redrawn progress bar between them when the stream is a terminal.
-class Console {
- public:
-  Console(std::FILE* out, std::int64_t total) : out_(out), total_(total), tty_(out && ::isatty(::fileno(out)) == 1) {}
-  ~Console() {
-    if (bar_shown_) std::fputs("\n", out_);
-  }
-  void line(const std::string& text) {
-    if (!out_) return;
-    std::fprintf(out_, "%s%s\n", bar_shown_ ? "\r\033[K" : "", text.c_str());
-    std::fflush(out_);
-    bar_shown_ = false;
-  }
-  void bar(std::int64_t step, double loss, double seconds_per_step) {
-    if (!tty_ || seconds_since(last_) < 0.1) return;
-    last_ = Clock::now();
-    constexpr int width = 30;
-    const double fraction = total_ > 0 ? std::min(1.0, static_cast<double>(step) / static_cast<double>(total_)) : 1.0;
-    const int filled = static_cast<int>(fraction * width);
-    std::fprintf(out_, "\r\033[Ktrain [%s%s] %lld/%lld loss %.4f eta %s", std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), static_cast<long long>(step), static_cast<long long>(total_), loss,
-                 human_duration(seconds_per_step * static_cast<double>(total_ - step)).c_str());
-    std::fflush(out_);
-    bar_shown_ = true;
-  }
+// The trainer's own scalars, in the order they are printed after the objective's.
+constexpr const char* kTrainerScalars[] = {"lr", "grad_norm", "step_seconds", "tokens_per_second", "mfu"};
 
- private:
-  std::FILE* out_;
-  std::int64_t total_;
-  bool tty_;
-  bool bar_shown_ = false;
-  Clock::time_point last_{};
-};
+bool is_trainer_scalar(const std::string& name) {
+  return std::find(std::begin(kTrainerScalars), std::end(kTrainerScalars), name) != std::end(kTrainerScalars);
+}
 
+// "step 25/600  loss ...", then whatever the objective reports (its names, alphabetically), the trainer's
+// scalars, and the validation metrics: nothing here knows which objective is training.
 std::string log_line(std::int64_t step, std::int64_t total, const std::map<std::string, double>& scalars) {
   std::string line = dew::str("step ", step, "/", total);
-  static const char* order[] = {"loss", "ce", "perplexity", "token_accuracy", "lr", "grad_norm", "step_seconds",
-                                "tokens_per_second", "mfu"};
-  for (const char* name : order) {
-    auto it = scalars.find(name);
-    if (it != scalars.end()) line += dew::str("  ", name, " ", format_value(name, it->second));
+  auto add = [&](const std::string& name, double v) { line += dew::str("  ", name, " ", format_value(name, v)); };
+  if (auto it = scalars.find("loss"); it != scalars.end()) add("loss", it->second);
+  for (const auto& [name, v] : scalars) {
+    if (name != "loss" && !is_trainer_scalar(name) && name.rfind("val/", 0) != 0) add(name, v);
+  }
+  for (const char* name : kTrainerScalars) {
+    if (auto it = scalars.find(name); it != scalars.end()) add(name, it->second);
   }
   for (const auto& [name, v] : scalars) {
-    if (name.rfind("val/", 0) == 0) line += dew::str("  ", name, " ", format_value(name, v));
+    if (name.rfind("val/", 0) == 0) add(name, v);
   }
   return line;
 }
@@ -208,14 +186,26 @@ void Trainer::draw_plots() const {
   const auto tracking = run_dir_ / "tracking";
   if (!fs::exists(tracking / "scalars.jsonl")) return;
   auto records = telemetry::read_scalars(tracking / "scalars.jsonl");
+  // loss.png: the training loss with the objective's validation counterpart; then one plot per other
+  // validation metric the objective reported (val_perplexity.png, ...), whatever the objective is.
+  const std::string validation_loss = objective_.validation_loss();
   std::vector<telemetry::PlotSeries> loss{{"train loss", telemetry::scalar_series(records, "loss")}};
-  auto val_ce = telemetry::scalar_series(records, "val/ce");
-  if (!val_ce.empty()) loss.push_back({"val ce", val_ce});
+  std::set<std::string> validation_names;
+  for (const auto& record : records) {
+    for (const auto& [name, value] : record.scalars) {
+      if (name.rfind("val/", 0) == 0) validation_names.insert(name.substr(4));
+    }
+  }
+  if (!validation_loss.empty() && validation_names.count(validation_loss)) {
+    loss.push_back({"val " + validation_loss, telemetry::scalar_series(records, "val/" + validation_loss)});
+  }
   telemetry::write_line_plot(tracking / "loss.png", loss, {.title = "loss", .y_label = "loss"});
-  auto val_ppl = telemetry::scalar_series(records, "val/perplexity");
-  if (!val_ppl.empty()) {
-    telemetry::write_line_plot(tracking / "val_perplexity.png", {{"val perplexity", val_ppl}},
-                               {.title = "validation perplexity", .y_label = "perplexity"});
+  for (const auto& name : validation_names) {
+    if (name == validation_loss) continue;
+    std::string file = "val_" + name + ".png";
+    std::replace(file.begin(), file.end(), '/', '_');  // "rewards/chosen" -> val_rewards_chosen.png
+    telemetry::write_line_plot(tracking / file, {{"val " + name, telemetry::scalar_series(records, "val/" + name)}},
+                               {.title = "validation " + name, .y_label = name});
   }
 }
 
@@ -227,7 +217,15 @@ objectives::Statistics Trainer::evaluate(data::BatchSource& val) {
 FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   StopSignals stop;
   auto& module = objective_.module();
-  Console console(out_, config_.steps);
+  std::optional<Progress> progress;  // made once the start step is known
+  auto say = [&](const std::string& text) {
+    if (progress) {
+      progress->line(text);
+    } else if (out_) {
+      std::fprintf(out_, "%s\n", text.c_str());
+      std::fflush(out_);
+    }
+  };
 
   // Open (and so validate) the checkpoint before anything changes.
   std::optional<Checkpoint> checkpoint;
@@ -286,7 +284,7 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
     elapsed_base_ = s.elapsed_seconds;
     tokens_seen_ = s.tokens_seen;
     last_metrics = s.metrics;
-    console.line(dew::str("resuming from '", checkpoint->dir().string(), "' at step ", step));
+    say(dew::str("resuming from '", checkpoint->dir().string(), "' at step ", step));
   }
   telemetry::LocalTracker tracker(run_dir_ / "tracking", step);
 
@@ -295,10 +293,14 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   const double flops_per_token = config_.flops_per_token > 0 ? config_.flops_per_token : 6.0 * static_cast<double>(parameter_count);
   const double peak = config_.peak_flops > 0 ? config_.peak_flops
                                              : measure_peak_flops(device_, device_.is_cuda() ? at::kBFloat16 : at::kFloat);
-  console.line(dew::str("training ", objective_.name(), ": ", human_count(static_cast<double>(parameter_count), "parameters"),
+  say(dew::str("training ", objective_.name(), ": ", human_count(static_cast<double>(parameter_count), "parameters"),
                         " on ", device_.str(), ", steps ", step, " -> ", config_.steps, ", batch ", config_.batch_size,
                         config_.grad_accum > 1 ? dew::str(" (", config_.grad_accum, " micro-batches)") : std::string(),
                         ", peak ", human_count(peak, "FLOP/s")));
+  // The bar (on a terminal) between the log lines, which are the record elsewhere; timed from here, after
+  // the peak measurement, so its ETA counts training steps only.
+  progress.emplace("train", static_cast<std::uint64_t>(config_.steps), "",
+                   ProgressOptions{.out = out_, .lines_when_not_terminal = false, .start = static_cast<std::uint64_t>(step)});
 
   FitResult result;
   result.metrics = last_metrics;
@@ -322,7 +324,7 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
       now["grad_norm"] = outcome.grad_norm;
       on_step_(step, now);
     }
-    console.bar(step, outcome.loss_sum / outcome.count, window_seconds / static_cast<double>(window_steps));
+    progress->set(static_cast<std::uint64_t>(step), dew::str("loss ", format_value("loss", outcome.loss_sum / outcome.count)));
 
     const bool last = step == config_.steps;
     const bool eval_due = val && ((config_.eval_every > 0 && step % config_.eval_every == 0) || last);
@@ -340,7 +342,7 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
         for (const auto& [name, v] : summary) scalars["val/" + name] = v;
       }
       tracker.log(step, scalars);
-      console.line(log_line(step, config_.steps, scalars));
+      say(log_line(step, config_.steps, scalars));
       result.metrics = scalars;
       window_loss = window_count = window_seconds = 0;
       window_steps = 0;
@@ -353,7 +355,7 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   result.step = step;
   result.interrupted = stop.requested();
   if (result.interrupted) {
-    console.line(dew::str("stopped by signal ", stop.signal(), " after step ", step, "; checkpoint '",
+    say(dew::str("stopped by signal ", stop.signal(), " after step ", step, "; checkpoint '",
                           result.checkpoint.string(), "'. Run again to resume."));
   }
   if (result.checkpoint.empty()) {
