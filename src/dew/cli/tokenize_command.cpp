@@ -14,8 +14,7 @@
 #include "dew/core/progress.h"
 #include "dew/data/token_files.h"
 #include "dew/data/tokenize.h"
-#include "dew/formats/gguf_file.h"
-#include "dew/interop/gguf_model.h"
+#include "dew/runs/tokenizer_source.h"
 
 namespace dew::cli {
 
@@ -35,7 +34,7 @@ void add_tokenize_command(CLI::App& app) {
                                              "val.bin and meta.json for TokenWindows and PackedTokens");
   cmd->add_option("--input", flags->input, "text file (one document) or directory (every *.txt under it, sorted)");
   cmd->add_option("--out", flags->out, "output token directory (replaced whole on success)");
-  cmd->add_option("--tokenizer", flags->tokenizer, "byte, gpt2, a tokenizer.json file, a tokenizer or Hugging Face checkpoint directory, or a .gguf model");
+  cmd->add_option("--tokenizer", flags->tokenizer, "byte, gpt2, a tokenizer.json file, a .gguf model, or a directory: tokenizer files, a Hugging Face checkpoint, a run, token data");
   cmd->add_option("--val-fraction", flags->val_fraction, "fraction held out for validation, the stream's head (0.01)");
   cmd->add_flag("--pack", flags->pack, "append the EOS id after every document (needs a tokenizer with EOS)");
   cmd->add_option("--threads", flags->threads, "encoding threads (0 = all available)");
@@ -68,12 +67,9 @@ void add_tokenize_command(CLI::App& app) {
       std::printf("%s\n", config::to_json(config).dump(2).c_str());
       return;
     }
-    // A GGUF model's tokenizer lives in its metadata (for fine-tuning it with `dew train lm --init-from`).
-    const bool from_gguf = std::filesystem::path(config.tokenizer).extension() == ".gguf";
-    data::TokenizeSummary s = from_gguf
-        ? data::tokenize_corpus(config, *interop::gguf_file_tokenizer(formats::GgufFile(config.tokenizer)).tokenizer,
-                                /*show_progress=*/true)
-        : data::tokenize_corpus(config, /*show_progress=*/true);
+    // Whatever holds the tokenizer: a name, a file, a checkpoint, a .gguf model, a run or a token directory.
+    const data::PretrainedTokenizer tokenizer = runs::open_tokenizer(config.tokenizer);
+    data::TokenizeSummary s = data::tokenize_corpus(config, *tokenizer.tokenizer, /*show_progress=*/true);
     const double total = static_cast<double>(s.train_tokens + s.val_tokens);
     const double seconds = s.seconds > 0 ? s.seconds : 1e-9;
     data::TokenMeta meta = data::read_token_meta(config.out);

@@ -16,6 +16,7 @@
 #include "dew/core/progress.h"
 #include "dew/data/tokenizers/bpe_trainer.h"
 #include "dew/data/tokenizers/tokenizer.h"
+#include "dew/runs/tokenizer_source.h"
 
 namespace dew::cli {
 namespace {
@@ -116,11 +117,11 @@ void add_encode(CLI::App& parent) {
   };
   auto options = std::make_shared<Options>();
   auto* cmd = parent.add_subcommand("encode", "Print the ids of a text, space-separated");
-  cmd->add_option("--tokenizer", options->tokenizer, "byte, gpt2, a tokenizer.json or a directory")->required();
+  cmd->add_option("--tokenizer", options->tokenizer, "byte, gpt2, a tokenizer.json, a .gguf file, or a directory (tokenizer files, a run, token data)")->required();
   cmd->add_option("--text", options->text, "the text to encode")->required();
   cmd->add_flag("--allow-special", options->allow_special, "encode special tokens written in the text as their ids");
   cmd->callback([options] {
-    auto tokenizer = data::load_tokenizer(options->tokenizer);
+    auto tokenizer = runs::open_tokenizer(options->tokenizer).tokenizer;
     std::string line;
     for (auto id : tokenizer->encode(options->text, options->allow_special)) {
       if (!line.empty()) line += ' ';
@@ -137,10 +138,10 @@ void add_decode(CLI::App& parent) {
   };
   auto options = std::make_shared<Options>();
   auto* cmd = parent.add_subcommand("decode", "Print the text of ids (its raw bytes, then a newline)");
-  cmd->add_option("--tokenizer", options->tokenizer, "byte, gpt2, a tokenizer.json or a directory")->required();
+  cmd->add_option("--tokenizer", options->tokenizer, "byte, gpt2, a tokenizer.json, a .gguf file, or a directory (tokenizer files, a run, token data)")->required();
   cmd->add_option("ids", options->ids, "token ids")->required();
   cmd->callback([options] {
-    auto tokenizer = data::load_tokenizer(options->tokenizer);
+    auto tokenizer = runs::open_tokenizer(options->tokenizer).tokenizer;
     std::string text = tokenizer->decode(options->ids);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fputc('\n', stdout);

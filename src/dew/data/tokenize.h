@@ -27,7 +27,7 @@ struct TokenizeConfig {
   void fields(V& v) {
     v("input", input, "a text file (one document) or a directory: every *.txt under it, in sorted path order, one document each");
     v("out", out, "output token directory (replaced whole when the run succeeds)");
-    v("tokenizer", tokenizer, "byte, gpt2, a tokenizer.json file, or a tokenizer directory");
+    v("tokenizer", tokenizer, "byte, gpt2, a tokenizer.json file, a .gguf model, or a directory: tokenizer files, a Hugging Face checkpoint, a run, token data");
     v("val_fraction", val_fraction, "fraction of tokens held out for validation: the head of the stream, in [0, 1)");
     v("pack", pack, "append the tokenizer's EOS id after every document (for PackedTokens)");
     v("threads", threads, "encoding threads (0 = all available)");

@@ -8,6 +8,7 @@
 #include "dew/interop/hf_model.h"
 #include "dew/runs/lm_run.h"
 #include "dew/runs/run_directory.h"
+#include "dew/runs/tokenizer_source.h"
 #include "dew/nn/device.h"
 
 namespace fs = std::filesystem;
@@ -37,24 +38,6 @@ ModelSourceKind detect_model_source(const fs::path& path) {
        "MODEL is one of those directories or a .gguf file");
 }
 
-namespace {
-data::PretrainedTokenizer plain_tokenizer(std::unique_ptr<data::Tokenizer> tokenizer) {
-  data::PretrainedTokenizer out;
-  out.eos_id = tokenizer->eos_id();
-  if (out.eos_id) out.stop_ids = {*out.eos_id};
-  out.tokenizer = std::move(tokenizer);
-  return out;
-}
-
-// The tokenizer of a run: a checkpoint's full tokenizer (special tokens, chat template) when the run was
-// initialised from one, else the plain tokenizer its data was written with.
-data::PretrainedTokenizer run_tokenizer(const LMRun& run) {
-  const fs::path dir = run.dir() / "tokenizer";
-  std::error_code ec;
-  if (fs::is_regular_file(dir / "tokenizer_config.json", ec)) return data::load_pretrained_tokenizer(dir);
-  return plain_tokenizer(run.tokenizer());
-}
-}  // namespace
 
 LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& options) {
   LoadedModel out;
@@ -68,7 +51,7 @@ LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& opti
       LMRun run = LMRun::open(path);
       fs::path checkpoint;
       out.model = run.load_model(options.live, options.step, options.device, &checkpoint);
-      out.tokenizer = run_tokenizer(run);
+      out.tokenizer = open_tokenizer(path.string());
       out.model_type = run.config().init.model_type.empty() ? interop::hf_model_type_for(run.config().model)
                                                             : run.config().init.model_type;
       const bool ema = !options.live && run.config().trainer.ema_decay > 0;
@@ -80,7 +63,7 @@ LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& opti
       auto hf = interop::load_hf_model(path);
       out.model = hf.model;
       out.model_type = hf.model_type;
-      out.tokenizer = data::load_pretrained_tokenizer(path);
+      out.tokenizer = open_tokenizer(path.string());
       out.description = str("Hugging Face ", hf.model_type, " checkpoint '", path.string(), "'");
       break;
     }

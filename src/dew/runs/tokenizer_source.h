@@ -1,0 +1,26 @@
+#pragma once
+// The one way to open a tokenizer a user names (`--tokenizer` of tokenize and the tokenizer commands, a
+// run's or a model's tokenizer for generate, chat and export), whatever holds it:
+//
+//   "byte", "gpt2"          the byte tokenizer; GPT-2's vocabulary (bundled in assets/)
+//   FILE.json               a Hugging Face tokenizer.json
+//   FILE.gguf               the tokenizer in a GGUF model's metadata (with its chat template)
+//   a run directory         (run.json) the tokenizer the run keeps, with the checkpoint's special tokens
+//                           and chat template when it was initialised from one
+//   a token directory       (meta.json) the tokenizer its data was written with
+//   any other directory     tokenizer.json (+ tokenizer_config.json, generation_config.json), or GPT-2's
+//                           encoder.json + vocab.bpe
+//
+// Errors name the path and say which of these it could have been.
+#include <string>
+
+#include "dew/data/tokenizers/pretrained_tokenizer.h"
+
+namespace dew::runs {
+
+data::PretrainedTokenizer open_tokenizer(const std::string& spec);
+
+// A bare Tokenizer as a PretrainedTokenizer: its EOS is the one stop id, no chat template.
+data::PretrainedTokenizer plain_tokenizer(std::unique_ptr<data::Tokenizer> tokenizer);
+
+}  // namespace dew::runs
