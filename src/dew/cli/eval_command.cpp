@@ -6,9 +6,9 @@
 #include <string>
 
 #include "dew/cli/commands.h"
-#include "dew/cli/interrupt.h"
 #include "dew/cli/torch_threads.h"
 #include "dew/core/error.h"
+#include "dew/core/interrupt.h"
 #include "dew/runs/lm_run.h"
 
 namespace dew::cli {

@@ -19,7 +19,7 @@
 #include "dew/cli/model_options.h"
 #include "dew/core/atomic_file.h"
 #include "dew/core/error.h"
-#include "dew/core/interrupt_cleanup.h"
+#include "dew/core/interrupt.h"
 #include "dew/formats/gguf_file.h"
 #include "dew/interop/gguf_export.h"
 #include "dew/interop/hf_model.h"
@@ -144,7 +144,7 @@ void add_export_command(CLI::App& app) {
   cmd->add_flag("--force", flags->force, "replace DEST if it is a previous export of the same format");
 
   cmd->callback([flags] {
-    remove_temporaries_on_interrupt();  // Ctrl-C leaves no partial export
+    exit_on_interrupt();  // Ctrl-C leaves no partial export
     if (flags->format != "hf" && flags->format != "gguf") fail("--format is '", flags->format, "'; use hf or gguf");
     if (flags->max_shard_mb <= 0) fail("--max-shard-mb must be positive, got ", flags->max_shard_mb);
     const fs::path dest = flags->dest;

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "dew/cli/commands.h"
-#include "dew/cli/interrupt.h"
 #include "dew/cli/model_options.h"
 #include "dew/core/error.h"
+#include "dew/core/interrupt.h"
 #include "dew/inference/generate.h"
 #include "dew/runs/model_source.h"
 

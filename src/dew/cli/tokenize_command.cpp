@@ -10,7 +10,7 @@
 
 #include "dew/cli/commands.h"
 #include "dew/core/config.h"
-#include "dew/core/interrupt_cleanup.h"
+#include "dew/core/interrupt.h"
 #include "dew/core/progress.h"
 #include "dew/data/token_files.h"
 #include "dew/data/tokenize.h"
@@ -45,7 +45,7 @@ void add_tokenize_command(CLI::App& app) {
   cmd->footer("Config fields:\n" + config::describe<data::TokenizeConfig>());
 
   cmd->callback([cmd, flags] {
-    remove_temporaries_on_interrupt();  // Ctrl-C leaves no partial token directory
+    exit_on_interrupt();  // Ctrl-C leaves no partial token directory
     // Each flag given becomes an override, so it is typed and checked exactly like --set.
     std::vector<std::string> overrides;
     auto given = [&](const char* flag, const char* field, const std::string& value) {

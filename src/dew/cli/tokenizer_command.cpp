@@ -12,7 +12,7 @@
 #include "dew/core/atomic_file.h"
 #include "dew/core/config.h"
 #include "dew/core/error.h"
-#include "dew/core/interrupt_cleanup.h"
+#include "dew/core/interrupt.h"
 #include "dew/core/progress.h"
 #include "dew/data/tokenizers/bpe_trainer.h"
 #include "dew/data/tokenizers/tokenizer.h"
@@ -36,7 +36,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 void run_train(const TrainOptions& options) {
-  remove_temporaries_on_interrupt();  // Ctrl-C leaves no partial tokenizer files
+  exit_on_interrupt();  // Ctrl-C leaves no partial tokenizer files
   // The flags are shorthands for --set; explicit --set entries come after them and win.
   std::vector<std::string> sets;
   if (options.vocab_size) sets.push_back(dew::str("vocab_size=", *options.vocab_size));

@@ -262,7 +262,8 @@ void remove_temporaries_in_flight_and_exit(int status) {
     std::error_code ignored;
     fs::remove_all(path, ignored);
   }
-  std::fflush(nullptr);
+  // No fflush: another thread may hold a stdio lock indefinitely (chat blocked in a read of stdin holds
+  // stdin's), and flushing every stream would wait for it forever.
   ::_exit(status);
 }
 

@@ -78,7 +78,7 @@ std::size_t remove_stale_temporaries(const std::filesystem::path& dir, const std
 
 // Removes the temporaries this process is writing right now (every AtomicFile and AtomicDirectory not yet
 // committed or destroyed), then ends the process with `status` without returning. For an interrupt that
-// ends a writer (core/interrupt_cleanup.h): no partial output is left. It waits for a commit in progress
+// ends a command (core/interrupt.h): no partial output is left. It waits for a commit in progress
 // to finish, so a destination is never left renamed aside.
 [[noreturn]] void remove_temporaries_in_flight_and_exit(int status);
 

@@ -1,12 +1,11 @@
 #include "dew/inference/generate.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <optional>
 #include <unordered_set>
 
 #include "dew/core/error.h"
+#include "dew/core/machine_memory.h"
 #include "dew/nn/kv_cache.h"
 
 namespace dew::inference {
@@ -77,11 +76,12 @@ void check_memory(const nn::CausalTransformerConfig& config, std::int64_t rows, 
                                              config.num_heads * (longest + sampling.max_new_tokens));
   const double logits = r * static_cast<double>(config.vocab_size) * 8.0 * 6.0;
   const double total = kv + prefill + logits;
-  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
-  if (memory > 0 && total > memory) {
+  const auto memory = available_host_memory();
+  if (memory && total > static_cast<double>(memory->bytes)) {
     dew::fail("generate: ", rows, " rows (prompts times sampling.n = ", sampling.n, ") of up to ",
               longest + sampling.max_new_tokens, " tokens need about ", total / kGiB, " GiB (KV cache ", kv / kGiB,
-              " GiB), more than this machine's ", memory / kGiB, " GiB; lower n, max_new_tokens or the number of prompts");
+              " GiB), more than the ", static_cast<double>(memory->bytes) / kGiB, " GiB available (", memory->source,
+              "); lower n, max_new_tokens or the number of prompts");
   }
 }
 

@@ -144,22 +144,19 @@ void adopt_model_config(LMRunConfig& config, const LoadedModel& init) {
   config.init.model_type = init.model_type;
 }
 
-// The data must have been tokenized with the model's own tokenizer: same vocabulary size and the same ids
-// for a probe of prose, digits, whitespace, accents and emoji (special tokens as written).
-void check_same_tokenizer(const LoadedModel& init, const LMRunConfig& config) {
+// The data must have been tokenized with the model's own tokenizer: the same fingerprint (every id's bytes
+// and a probe text's ids, data/tokenizers/tokenizer_fingerprint.h). Returns it, for run.json.
+std::string check_same_tokenizer(const LoadedModel& init, const LMRunConfig& config) {
   const data::TokenMeta meta = data::read_token_meta(config.data.path);
-  auto data_tokenizer = data::load_token_tokenizer(config.data.path, meta);
-  const auto& model_tokenizer = *init.tokenizer.tokenizer;
-  const std::string probe = "Once upon a time, in 1813, Mr. Darcy said:\n\t\"It's naïve — déjà vu 🦄!\"  ";
-  const bool same_size = data_tokenizer->vocab_size() == model_tokenizer.vocab_size();
-  // The fingerprints compare every id's bytes as well (a probe shows only the ids it happens to use).
-  if (!same_size || data_tokenizer->encode(probe) != model_tokenizer.encode(probe) ||
-      data::token_tokenizer_sha256(config.data.path, meta) != data::tokenizer_sha256(model_tokenizer)) {
+  const std::string model_sha = data::tokenizer_sha256(*init.tokenizer.tokenizer);
+  if (data::token_tokenizer_sha256(config.data.path, meta) != model_sha) {
+    const std::int64_t model_vocab = init.tokenizer.tokenizer->vocab_size();
     fail("the data in '", config.data.path, "' was tokenized with '", meta.tokenizer_source, "' (vocabulary ",
-         data_tokenizer->vocab_size(), ") but init.from '", config.init.from, "' uses another tokenizer (vocabulary ",
-         model_tokenizer.vocab_size(), (same_size ? ", different ids" : ""),
+         meta.vocab_size, ") but init.from '", config.init.from, "' uses another tokenizer (vocabulary ", model_vocab,
+         (meta.vocab_size == model_vocab ? ", different ids" : ""),
          "); tokenize the text with the model's tokenizer: dew tokenize --tokenizer <the model> ...");
   }
+  return model_sha;
 }
 
 LMRunConfig config_from(const RunFile& run, const fs::path& run_dir) {
@@ -195,7 +192,8 @@ LMRun LMRun::start(const fs::path& run_dir, LMRunConfig config) {
     adopt_model_config(config, *init);
   }
   resolve_against_data(config);
-  if (init) check_same_tokenizer(*init, config);
+  std::string init_tokenizer_sha256;  // the fingerprint run.json records for a fine-tuning run
+  if (init) init_tokenizer_sha256 = check_same_tokenizer(*init, config);
   if (holds_run(run_dir)) {
     RunFile stored = read_run_file(run_dir);
     check_data_tokenizer(run_dir, stored, config.data.path);
@@ -223,7 +221,7 @@ LMRun LMRun::start(const fs::path& run_dir, LMRunConfig config) {
     tokenizer = copy_tokenizer(config, run_dir);
   }
   RunFile file{kKind, tokenizer, config::to_json(config),
-               init ? data::tokenizer_sha256(*init->tokenizer.tokenizer)
+               init ? init_tokenizer_sha256
                     : data::token_tokenizer_sha256(config.data.path, data::read_token_meta(config.data.path))};
   write_run_file(run_dir, file);  // last: a directory with run.json is a complete run to resume
   LMRun run(run_dir, std::move(config), file.tokenizer, /*resumed=*/false);

@@ -1,4 +1,4 @@
-// Ctrl-C in a command that writes files (core/interrupt_cleanup.h): the temporaries being written are
+// Ctrl-C in a command (core/interrupt.h): the temporaries being written are
 // removed, the old output stays, and the process ends with 128 + the signal, also when it inherited SIGINT
 // ignored (a background job of a script). Each case runs in a forked child, so the signal is real.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "dew/core/atomic_file.h"
-#include "dew/core/interrupt_cleanup.h"
+#include "dew/core/interrupt.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -38,7 +38,7 @@ int interrupt_a_writer(const fs::path& dir, int signal, bool inherited_ignored) 
   if (child == 0) {
     ::close(ready[0]);
     if (inherited_ignored) std::signal(SIGINT, SIG_IGN);
-    dew::remove_temporaries_on_interrupt();
+    dew::exit_on_interrupt();
     dew::AtomicDirectory tokens(dir / "tokens");
     dew::write_file_atomic(tokens.path() / "meta.json", "{\"new\": true}\n");
     dew::AtomicFile file(dir / "model.gguf");

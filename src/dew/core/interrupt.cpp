@@ -1,4 +1,4 @@
-#include "dew/core/interrupt_cleanup.h"
+#include "dew/core/interrupt.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 namespace dew {
 
-void remove_temporaries_on_interrupt() {
+void exit_on_interrupt() {
   static bool installed = false;
   if (installed) return;
   installed = true;
@@ -31,7 +31,7 @@ void remove_temporaries_on_interrupt() {
   std::thread([signals] {
     int signal = 0;
     if (sigwait(&signals, &signal) != 0) return;
-    static const char kMessage[] = "\ndew: interrupted; removing partial output\n";
+    static const char kMessage[] = "\ndew: interrupted\n";
     [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
     remove_temporaries_in_flight_and_exit(128 + signal);
   }).detach();
