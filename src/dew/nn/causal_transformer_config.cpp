@@ -23,6 +23,13 @@ void CausalTransformerConfig::validate() const {
   auto positive = [](std::int64_t value, const char* field) {
     if (value <= 0) dew::fail("model.", field, " must be positive, got ", value);
   };
+  // Real-valued fields: written as !(x > 0) so that NaN, for which every comparison is false, is refused too.
+  auto finite_positive = [](double value, const std::string& field) {
+    if (!(value > 0) || std::isinf(value)) dew::fail("model.", field, " must be positive, got ", value, "; use a finite number above 0");
+  };
+  auto finite_non_negative = [](double value, const std::string& field) {
+    if (!(value >= 0) || std::isinf(value)) dew::fail("model.", field, " must be >= 0 and finite, got ", value);
+  };
   positive(vocab_size, "vocab_size");
   positive(emb_features, "emb_features");
   positive(num_layers, "num_layers");
@@ -53,35 +60,30 @@ void CausalTransformerConfig::validate() const {
   }
   for (const auto& [name, kind] : kinds) {
     if (kind.window < 0) dew::fail("model.kinds.", name, ".window must be >= 0, got ", kind.window);
-    if (!(kind.rope_theta >= 0) || std::isinf(kind.rope_theta)) dew::fail("model.kinds.", name, ".rope_theta must be >= 0, got ", kind.rope_theta);
+    finite_non_negative(kind.rope_theta, "kinds." + name + ".rope_theta");
   }
   for (const auto* field : {&dtype, &param_dtype}) {
     if (*field != "float32" && *field != "bfloat16" && *field != "float16") {
       dew::fail("model.", field == &dtype ? "dtype" : "param_dtype", " is '", *field, "'; use float32, bfloat16 or float16");
     }
   }
-  // Written as !(x > 0) so that NaN, for which every comparison is false, is refused as well.
-  if (!(rope_theta > 0) || std::isinf(rope_theta)) dew::fail("model.rope_theta must be positive, got ", rope_theta);
-  if (!(norm_eps > 0) || std::isinf(norm_eps)) {
-    dew::fail("model.norm_eps must be positive, got ", norm_eps, "; RMSNorm divides by sqrt(mean(x^2) + norm_eps)");
-  }
+  finite_positive(rope_theta, "rope_theta");
+  finite_positive(norm_eps, "norm_eps");  // RMSNorm divides by sqrt(mean(x^2) + norm_eps)
   if (!std::isfinite(embedding_scale)) dew::fail("model.embedding_scale must be finite, got ", embedding_scale);
   if (!std::isfinite(norm_weight_offset)) dew::fail("model.norm_weight_offset must be finite, got ", norm_weight_offset);
   if (rope_scaling.type != "none" && rope_scaling.type != "linear" && rope_scaling.type != "llama3") {
     dew::fail("model.rope_scaling.type is '", rope_scaling.type, "'; use none, linear or llama3");
   }
-  if (rope_scaling.type != "none" && (!(rope_scaling.factor > 0) || std::isinf(rope_scaling.factor))) {
-    dew::fail("model.rope_scaling.factor must be positive, got ", rope_scaling.factor);
-  }
+  if (rope_scaling.type != "none") finite_positive(rope_scaling.factor, "rope_scaling.factor");
   if (rope_scaling.type == "llama3" && (!(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor) ||
                                         !(rope_scaling.low_freq_factor > 0) || std::isinf(rope_scaling.high_freq_factor) || rope_scaling.original_max_position_embeddings <= 0)) {
     dew::fail("model.rope_scaling for llama3 needs 0 < low_freq_factor < high_freq_factor and a positive "
               "original_max_position_embeddings; got low_freq_factor ", rope_scaling.low_freq_factor, ", high_freq_factor ",
               rope_scaling.high_freq_factor, ", original_max_position_embeddings ", rope_scaling.original_max_position_embeddings);
   }
-  if (!(attn_logit_softcap >= 0) || std::isinf(attn_logit_softcap)) dew::fail("model.attn_logit_softcap must be >= 0 and finite, got ", attn_logit_softcap);
-  if (!(query_pre_attn_scalar >= 0) || std::isinf(query_pre_attn_scalar)) dew::fail("model.query_pre_attn_scalar must be >= 0 and finite, got ", query_pre_attn_scalar);
-  if (!(final_logit_softcap >= 0) || std::isinf(final_logit_softcap)) dew::fail("model.final_logit_softcap must be >= 0 and finite, got ", final_logit_softcap);
+  finite_non_negative(attn_logit_softcap, "attn_logit_softcap");
+  finite_non_negative(query_pre_attn_scalar, "query_pre_attn_scalar");
+  finite_non_negative(final_logit_softcap, "final_logit_softcap");
 }
 
 }  // namespace dew::nn
