@@ -18,13 +18,14 @@
 #include "dew/interop/hf_model.h"
 #include "dew/nn/causal_transformer_config.h"
 #include "dew/nn/parameter_count.h"
-#include "dew/runs/lm_run.h"
+#include "dew/runs/kinds/lm_kind.h"
 #include "dew/runs/run_directory.h"
 #include "dew/training/checkpoint.h"
 #include "run_test_support.h"
 
 namespace fs = std::filesystem;
-using dew::runs::LMRun;
+using dew::runs::start_lm_run;
+using dew::test::open_decoder_run;
 using dew::runs::LMRunConfig;
 using dew::test::error_of;
 using dew::test::run_command;
@@ -79,7 +80,7 @@ fs::path trained_run(const fs::path& work, const std::string& tokenizer = "byte"
   dew::test::SingleThreaded threads;
   tokenize(work, work / "tokens", tokenizer);
   auto dir = work / "run";
-  LMRun::start(dir, tiny_run(work / "tokens", steps)).train(nullptr);
+  start_lm_run(dir, tiny_run(work / "tokens", steps))->train(nullptr);
   return dir;
 }
 
@@ -101,15 +102,15 @@ TEST(ReliabilityInputs, EvalAndResumeRefuseDataRetokenizedWithByte) {
   auto run = trained_run(work.path(), trained_bpe().string());
   tokenize(work.path(), work.path() / "tokens", "byte");  // same directory, another vocabulary
 
-  auto message = error_of([&] { LMRun::open(run).evaluate(); });
+  auto message = error_of([&] { open_decoder_run(run)->evaluate({}); });
   EXPECT_NE(message.find("was tokenized with another tokenizer"), std::string::npos) << message;
   EXPECT_NE(message.find((work.path() / "tokens").string()), std::string::npos) << message;
   EXPECT_NE(message.find(run.string()), std::string::npos) << message;
   EXPECT_NE(message.find("'byte'"), std::string::npos) << message;  // the data's tokenizer source
 
-  auto resume = *LMRun::stored_config(run);
+  auto resume = *dew::runs::stored_lm_config(run);
   resume.trainer.steps = 2;
-  message = error_of([&] { LMRun::start(run, resume).train(nullptr); });
+  message = error_of([&] { start_lm_run(run, resume)->train(nullptr); });
   EXPECT_NE(message.find("was tokenized with another tokenizer"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(run / "2"));
 }
@@ -120,7 +121,7 @@ TEST(ReliabilityInputs, EvalRefusesDataRetokenizedWithAnotherBpeOfTheSameSize) {
   auto other = swapped_bpe(work.path() / "other");
   tokenize(work.path(), work.path() / "tokens", other.string());
   ASSERT_EQ(dew::data::read_token_meta(work.path() / "tokens").vocab_size, 2000);
-  auto message = error_of([&] { LMRun::open(run).evaluate(); });
+  auto message = error_of([&] { open_decoder_run(run)->evaluate({}); });
   EXPECT_NE(message.find("was tokenized with another tokenizer"), std::string::npos) << message;
   EXPECT_NE(message.find(other.string()), std::string::npos) << message;
 }
@@ -137,7 +138,7 @@ TEST(ReliabilityInputs, TokenizerFingerprintIsRecordedAndTellsTokenizersApart) {
   EXPECT_NE(sha, dew::data::tokenizer_sha256(*swapped));
   EXPECT_EQ(swapped->vocab_size(), bpe->vocab_size());
   // The same tokenizer loaded from the data's copy and from the run's copy.
-  EXPECT_EQ(dew::data::tokenizer_sha256(*LMRun::open(run).tokenizer()), sha);
+  EXPECT_EQ(dew::data::tokenizer_sha256(*open_decoder_run(run)->tokenizer()), sha);
   auto meta = read_json(work.path() / "tokens" / "meta.json");
   EXPECT_EQ(meta["tokenizer_sha256"], sha);
   EXPECT_EQ(read_json(run / "run.json")["tokenizer_sha256"], sha);
@@ -147,7 +148,7 @@ TEST(ReliabilityInputs, TokenizerFingerprintIsRecordedAndTellsTokenizersApart) {
   auto run_json = read_json(run / "run.json");
   run_json.erase("tokenizer_sha256");
   write_json(run / "run.json", run_json);
-  EXPECT_TRUE(std::isfinite(LMRun::open(run).evaluate().mean("ce")));
+  EXPECT_TRUE(std::isfinite(open_decoder_run(run)->evaluate({}).mean("ce")));
 }
 
 // ---- 6: non-finite weights -----------------------------------------------------------------------------
@@ -213,7 +214,7 @@ TEST(ReliabilityInputs, OutOfVocabularyIdIsRefusedWhenTheSplitIsOpened) {
   EXPECT_NE(message.find("token 1234 has id 200, outside the vocabulary [0, 64)"), std::string::npos) << message;
 
   auto run = work.path() / "run";
-  message = error_of([&] { LMRun::start(run, tiny_run(dir, 4)); });
+  message = error_of([&] { start_lm_run(run, tiny_run(dir, 4)); });
   EXPECT_NE(message.find("token 1234 has id 200"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(run / "run.json"));
 }
@@ -241,7 +242,7 @@ TEST(ReliabilityInputs, StartRefusesWrongSizedTokenFilesBeforeWritingRunJson) {
   dew::test::write_tiny_tokens(dir);
   fs::resize_file(dir / "train.bin", 1500);
   auto run = work.path() / "run";
-  auto message = error_of([&] { LMRun::start(run, tiny_run(dir, 4)); });
+  auto message = error_of([&] { start_lm_run(run, tiny_run(dir, 4)); });
   EXPECT_NE(message.find("train.bin' has 1500 bytes, expected 2000"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(run / "run.json"));
 }
@@ -252,7 +253,7 @@ TEST(ReliabilityInputs, StartRefusesCudaWithoutAGpuBeforeWritingRunJson) {
   dew::test::write_tiny_tokens(work.path() / "tokens");
   auto config = tiny_run(work.path() / "tokens", 4);
   config.trainer.device = "cuda";
-  auto message = error_of([&] { LMRun::start(work.path() / "run", config); });
+  auto message = error_of([&] { start_lm_run(work.path() / "run", config); });
   EXPECT_NE(message.find("trainer.device is 'cuda'"), std::string::npos) << message;
   EXPECT_NE(message.find("use cpu"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(work.path() / "run" / "run.json"));
@@ -270,7 +271,7 @@ TEST(ReliabilityInputs, ModelsTooLargeForMemoryAreRefusedQuickly) {
   std::string message;
   // Refused from the config in milliseconds; 5 s leaves room for a loaded CI machine and is still far below
   // what the defect cost (an allocator crash, or minutes building a million layers).
-  double seconds = seconds_of([&] { message = error_of([&] { LMRun::start(run, wide); }); });
+  double seconds = seconds_of([&] { message = error_of([&] { start_lm_run(run, wide); }); });
   EXPECT_LT(seconds, 5.0);
   EXPECT_NE(message.find("model.emb_features = 100000000"), std::string::npos) << message;
   EXPECT_NE(message.find("parameters"), std::string::npos) << message;
@@ -280,7 +281,7 @@ TEST(ReliabilityInputs, ModelsTooLargeForMemoryAreRefusedQuickly) {
   auto deep = tiny_run(work.path() / "tokens", 4);
   deep.model = dew::nn::CausalTransformerConfig{};  // the default widths, as the probe ran it
   deep.model.num_layers = 1000000;
-  seconds = seconds_of([&] { message = error_of([&] { LMRun::start(run, deep); }); });
+  seconds = seconds_of([&] { message = error_of([&] { start_lm_run(run, deep); }); });
   EXPECT_LT(seconds, 5.0);
   EXPECT_NE(message.find("model.num_layers = 1000000"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(run / "run.json"));
@@ -316,7 +317,7 @@ TEST(ReliabilityInputs, GenerateFromARunTooLargeForMemoryIsRefused) {
   j["config"]["model"]["num_layers"] = 1000000000;  // 31 TB of float32 parameters: larger than any machine
   write_json(run / "run.json", j);
   std::string message;
-  double seconds = seconds_of([&] { message = error_of([&] { LMRun::open(run).load_model(); }); });
+  double seconds = seconds_of([&] { message = error_of([&] { open_decoder_run(run)->load_model(); }); });
   EXPECT_LT(seconds, 1.0);
   EXPECT_NE(message.find("model.num_layers = 1000000000"), std::string::npos) << message;
   EXPECT_NE(message.find((run / "run.json").string()), std::string::npos) << message;
@@ -331,10 +332,10 @@ TEST(ReliabilityInputs, TruncatedRngStateIsRefusedNamingTheFile) {
   auto state = read_json(state_file);
   state["rng_state"] = state["rng_state"].get<std::string>().substr(0, 100);
   write_json(state_file, state);
-  auto resume = *LMRun::stored_config(run);
+  auto resume = *dew::runs::stored_lm_config(run);
   resume.trainer.steps = 5;
   dew::test::SingleThreaded threads;
-  auto message = error_of([&] { LMRun::start(run, resume).train(nullptr); });
+  auto message = error_of([&] { start_lm_run(run, resume)->train(nullptr); });
   EXPECT_NE(message.find(state_file.string()), std::string::npos) << message;
   EXPECT_NE(message.find("'rng_state' holds 50 bytes"), std::string::npos) << message;
 }
@@ -347,10 +348,10 @@ TEST(ReliabilityInputs, UnreachableDataPositionIsRefusedNamingTheFile) {
   EXPECT_EQ(state["data_position"], 16);  // 4 steps of 4 rows
   state["data_position"] = 1000000000000000;
   write_json(state_file, state);
-  auto resume = *LMRun::stored_config(run);
+  auto resume = *dew::runs::stored_lm_config(run);
   resume.trainer.steps = 5;
   dew::test::SingleThreaded threads;
-  auto message = error_of([&] { LMRun::start(run, resume).train(nullptr); });
+  auto message = error_of([&] { start_lm_run(run, resume)->train(nullptr); });
   EXPECT_NE(message.find(state_file.string()), std::string::npos) << message;
   EXPECT_NE(message.find("data_position 1000000000000000"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(run / "5"));
@@ -361,16 +362,16 @@ TEST(ReliabilityInputs, UnreachableDataPositionIsRefusedNamingTheFile) {
 TEST(ReliabilityInputs, ResumingWithASmallerBatchKeepsTheDataPositionBound) {
   TempDir work;
   auto run = trained_run(work.path(), "byte", 4);  // 4 steps of 4 rows: data_position 16
-  auto resume = *LMRun::stored_config(run);
+  auto resume = *dew::runs::stored_lm_config(run);
   resume.trainer.steps = 6;
   resume.trainer.batch_size = 2;
   dew::test::SingleThreaded threads;
-  EXPECT_EQ(error_of([&] { LMRun::start(run, resume).train(nullptr); }), "(no error)");
+  EXPECT_EQ(error_of([&] { start_lm_run(run, resume)->train(nullptr); }), "(no error)");
   auto state = read_json(run / "6" / "state.json");
   EXPECT_EQ(state["data_position"], 16 + 2 * 2);
   EXPECT_EQ(state["largest_batch_size"], 4);
   resume.trainer.steps = 7;  // 20 rows in 6 steps is more than 6 x 2, fine with the recorded 4
-  EXPECT_EQ(error_of([&] { LMRun::start(run, resume).train(nullptr); }), "(no error)");
+  EXPECT_EQ(error_of([&] { start_lm_run(run, resume)->train(nullptr); }), "(no error)");
   EXPECT_TRUE(fs::exists(run / "7"));
 }
 
@@ -380,7 +381,7 @@ TEST(ReliabilityInputs, MissingRunTokenizerCopyIsNamed) {
   TempDir work;
   auto run = trained_run(work.path(), trained_bpe().string());
   fs::remove_all(run / "tokenizer");
-  auto message = error_of([&] { LMRun::open(run).tokenizer(); });
+  auto message = error_of([&] { open_decoder_run(run)->tokenizer(); });
   EXPECT_NE(message.find("the run's copy of its tokenizer, '" + (run / "tokenizer" / "tokenizer.json").string() +
                          "', is missing"),
             std::string::npos)
@@ -393,19 +394,19 @@ TEST(ReliabilityInputs, InitFromRefusesAnExplicitModelFieldItWouldIgnore) {
   auto config = tiny_run(work.path() / "tokens", 1);
   config.init.from = base.string();
   config.model.num_layers = 3;  // the base has 2
-  auto message = error_of([&] { LMRun::start(work.path() / "ft", config); });
+  auto message = error_of([&] { start_lm_run(work.path() / "ft", config); });
   EXPECT_NE(message.find("model.num_layers = 3"), std::string::npos) << message;
   EXPECT_NE(message.find("has 2"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(work.path() / "ft" / "run.json"));
 
   // The same architecture spelled out, or left at the defaults, is fine; dtypes stay the run's choice.
   config.model.num_layers = 2;
-  EXPECT_EQ(error_of([&] { LMRun::start(work.path() / "ft", config); }), "(no error)");
+  EXPECT_EQ(error_of([&] { start_lm_run(work.path() / "ft", config); }), "(no error)");
   auto defaults = tiny_run(work.path() / "tokens", 1);
   defaults.model = dew::nn::CausalTransformerConfig();
   defaults.model.param_dtype = "bfloat16";
   defaults.init.from = base.string();
-  EXPECT_EQ(error_of([&] { LMRun::start(work.path() / "ft2", defaults); }), "(no error)");
+  EXPECT_EQ(error_of([&] { start_lm_run(work.path() / "ft2", defaults); }), "(no error)");
 }
 
 TEST(ReliabilityInputs, NonPositiveOrNonFiniteModelNumbersAreRefused) {

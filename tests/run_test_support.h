@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "dew/runs/lm_run_config.h"
+#include "dew/runs/decoder_run.h"
+#include "dew/runs/kinds/lm_kind.h"
+#include "dew/runs/run_kind.h"
 #include "training_test_support.h"
 
 namespace dew::test {
@@ -28,6 +30,14 @@ inline runs::LMRunConfig tiny_lm_run_config(const std::filesystem::path& data, s
   c.optim.learning_rate = 1e-2;
   return c;
 }
+
+// The decoder run in `dir`, opened through the run-kind table as the commands open it.
+inline std::unique_ptr<runs::DecoderRun> open_decoder_run(const std::filesystem::path& dir) {
+  std::unique_ptr<runs::Run> run = runs::open_run(dir);
+  if (!dynamic_cast<runs::DecoderRun*>(run.get())) fail("'", dir.string(), "' is a \"", run->kind(), "\" run, not a decoder run");
+  return std::unique_ptr<runs::DecoderRun>(static_cast<runs::DecoderRun*>(run.release()));
+}
+
 
 // `dew train lm` flags for a model of the same scale (appended to --data/--out).
 inline constexpr const char* kTinyModelFlags =

@@ -6,7 +6,7 @@
 #include "dew/data/tokenize.h"
 #include "dew/formats/gguf_file.h"
 #include "dew/interop/gguf_model.h"
-#include "dew/runs/lm_run.h"
+#include "dew/runs/kinds/lm_kind.h"
 #include "dew/runs/tokenizer_source.h"
 #include "run_test_support.h"
 
@@ -54,7 +54,7 @@ TEST(TokenizerSource, EveryFormOpensTheTokenizerItHolds) {
   const fs::path data = tokens(work.path(), bpe_file.string());
   EXPECT_EQ(ids_of(open_tokenizer(data.string())), bpe_ids);
   dew::test::SingleThreaded threads;
-  dew::runs::LMRun::start(work / "run", dew::test::tiny_lm_run_config(data, 1)).train(nullptr);
+  dew::runs::start_lm_run(work / "run", dew::test::tiny_lm_run_config(data, 1))->train(nullptr);
   EXPECT_EQ(ids_of(open_tokenizer((work / "run").string())), bpe_ids);
 
   // A GGUF model: the tokenizer and chat template of its metadata.

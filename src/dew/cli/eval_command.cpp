@@ -1,5 +1,5 @@
-// `dew eval RUN_DIR`: validation cross entropy and perplexity of a trained run over its whole validation
-// split, with the EMA weights unless --live.
+// `dew eval RUN_DIR`: the validation statistics of a trained run of any kind (an LM's cross entropy and
+// perplexity, DPO's reward accuracy, ...) over its whole validation split, with the EMA weights unless --live.
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -9,7 +9,7 @@
 #include "dew/cli/torch_threads.h"
 #include "dew/core/error.h"
 #include "dew/core/interrupt.h"
-#include "dew/runs/lm_run.h"
+#include "dew/runs/run.h"
 
 namespace dew::cli {
 
@@ -24,7 +24,7 @@ struct EvalFlags {
 
 void add_eval_command(CLI::App& app) {
   auto flags = std::make_shared<EvalFlags>();
-  auto* cmd = app.add_subcommand("eval", "Validation cross entropy and perplexity of a run");
+  auto* cmd = app.add_subcommand("eval", "Validation statistics of a run (an LM's cross entropy and perplexity, ...)");
   cmd->add_option("run_dir", flags->run_dir, "run directory written by `dew train`")->required();
   cmd->add_option("--step", flags->step, "checkpoint step to evaluate (default: the newest)");
   cmd->add_option("--batches", flags->batches, "evaluate only the first N batches (default 0: the whole split)");
@@ -36,22 +36,26 @@ void add_eval_command(CLI::App& app) {
     if (flags->batches < 0) fail("--batches must be >= 0 (0 = the whole split), got ", flags->batches);
     exit_on_interrupt();  // reads only: Ctrl-C ends it at once
     use_available_threads();
-    auto run = runs::LMRun::open(flags->run_dir);
+    auto run = runs::open_run(flags->run_dir);
     std::filesystem::path checkpoint;
-    auto stats = run.evaluate(flags->live, flags->step, flags->batches, flags->device, &checkpoint);
+    auto stats = run->evaluate({.live = flags->live, .step = flags->step, .max_batches = flags->batches, .device = flags->device},
+                               &checkpoint);
     auto summary = stats.summary();
-    const bool ema = !flags->live && run.config().trainer.ema_decay > 0;
+    const bool ema = !flags->live && run->trainer_config().ema_decay > 0;
+    // How much was evaluated: the count behind the loss's statistic (tokens for an LM, pairs for DPO).
+    const std::string counted = run->validation_loss();
+    const double count = stats.has(counted) ? stats.values().at(counted).count : 0.0;
     if (flags->json) {
       nlohmann::ordered_json j;
       j["checkpoint"] = checkpoint.string();
       j["weights"] = ema ? "ema" : "live";
-      j["tokens"] = stats.has("ce") ? stats.values().at("ce").count : 0.0;
+      j[run->validation_unit()] = count;
       for (const auto& [name, value] : summary) j[name] = value;
       std::printf("%s\n", j.dump().c_str());
       return;
     }
-    std::printf("checkpoint '%s' (%s weights), %.0f validation tokens\n", checkpoint.c_str(), ema ? "EMA" : "live",
-                stats.has("ce") ? stats.values().at("ce").count : 0.0);
+    std::printf("checkpoint '%s' (%s weights), %.0f validation %s\n", checkpoint.c_str(), ema ? "EMA" : "live", count,
+                run->validation_unit().c_str());
     for (const auto& [name, value] : summary) std::printf("%s %.6g\n", name.c_str(), value);
   });
 }

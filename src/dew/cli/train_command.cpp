@@ -1,8 +1,9 @@
-// `dew train lm`: train a decoder language model on a token directory, or resume the run in --out.
+// `dew train KIND`: train a run of one of the kinds in the run-kind table (runs/run_kind.h: lm, sft, dpo,
+// grpo, ...) on --data, or resume the run in --out. Every kind gets the same flags and the same flow.
 //
-// The config is built from, in order: the defaults (a fresh run) or the run's run.json (a resumed run),
-// the --config file, --data, then each --set. A resumed run may change only trainer.* (LMRun::start says
-// which field differs otherwise).
+// The config is built from, in order: the kind's defaults (a fresh run) or the run's run.json (a resumed
+// run), the --config file, --data, --init-from, then each --set. A resumed run may change only trainer.*
+// (the run says which field differs otherwise).
 //
 // One writer per run directory: the command locks --out (core/directory_lock.h) before it reads run.json,
 // so a second `dew train` on it fails naming the first one's pid. A fresh run that fails before its first
@@ -19,9 +20,8 @@
 #include "dew/core/atomic_file.h"
 #include "dew/core/config.h"
 #include "dew/core/directory_lock.h"
-#include "dew/core/progress.h"
-#include "dew/runs/lm_run.h"
 #include "dew/runs/run_directory.h"
+#include "dew/runs/run_kind.h"
 
 namespace dew::cli {
 
@@ -37,44 +37,42 @@ std::string format_scalars(const std::map<std::string, double>& scalars, const c
   for (const auto& [name, value] : scalars) out += str(out.empty() ? "" : ", ", prefix, name, " ", value);
   return out;
 }
-}  // namespace
 
-void add_train_command(CLI::App& app) {
-  auto* train = app.add_subcommand("train", "Train a model (resumes when the run directory already holds the run)");
-  train->require_subcommand(1);
-
+void add_kind(CLI::App* train, const runs::RunKind& kind) {
   auto flags = std::make_shared<TrainFlags>();
-  auto* lm = train->add_subcommand("lm", "Train a decoder language model (next-token prediction) on a token directory");
-  lm->add_option("--data", flags->data, "token directory written by `dew tokenize` (sets data.path)");
-  lm->add_option("--out", flags->out, "run directory: run.json, checkpoints, tracking/ (resumed if it holds a run)")
+  auto* cmd = train->add_subcommand(kind.name(), kind.summary());
+  cmd->add_option("--data", flags->data, kind.data_help());
+  cmd->add_option("--out", flags->out, "run directory: run.json, checkpoints, tracking/ (resumed if it holds a run)")
       ->required();
-  lm->add_option("--init-from", flags->init_from,
-                 "start from this model: a run directory, a Hugging Face checkpoint directory or a .gguf file "
-                 "(sets init.from; the data must use its tokenizer)");
-  lm->add_option("--config", flags->config_file, "JSON file with any of the fields below, by section");
-  lm->add_option("--set", flags->sets, "override one field: --set model.num_layers=6 (repeatable)");
-  lm->add_flag("--print-config", flags->print_config, "print the effective config as JSON and exit");
-  lm->footer("Config fields (section.field = default):\n" + config::describe<runs::LMRunConfig>());
+  cmd->add_option("--init-from", flags->init_from,
+                  str("start from this model: a run directory, a Hugging Face checkpoint directory or a .gguf file "
+                      "(sets init.from; its tokenizer reads the data)", kind.needs_init_from() ? "; required" : ""));
+  cmd->add_option("--config", flags->config_file, "JSON file with any of the fields below, by section");
+  cmd->add_option("--set", flags->sets, "override one field: --set model.num_layers=6 (repeatable)");
+  cmd->add_flag("--print-config", flags->print_config, "print the effective config as JSON and exit");
+  cmd->footer("Config fields (section.field = default):\n" + kind.config_help());
 
-  lm->callback([flags] {
+  cmd->callback([flags, &kind] {
     const std::filesystem::path out = flags->out;
     auto effective_config = [&] {
-      // Defaults for a fresh run; run.json's config when resuming.
-      runs::LMRunConfig base;
-      if (auto stored = runs::LMRun::stored_config(out)) base = std::move(*stored);
+      // Defaults for a fresh run; run.json's config when resuming (a run of another kind is refused by start).
+      config::Json stored;
+      if (runs::holds_run(out)) {
+        runs::RunFile file = runs::read_run_file(out);
+        if (file.kind == kind.name()) stored = std::move(file.config);
+      }
       std::vector<std::string> overrides;
       if (!flags->data.empty()) overrides.push_back("data.path=" + flags->data);
       if (!flags->init_from.empty()) overrides.push_back("init.from=" + flags->init_from);
       overrides.insert(overrides.end(), flags->sets.begin(), flags->sets.end());
       std::optional<std::filesystem::path> file;
       if (!flags->config_file.empty()) file = flags->config_file;
-      return config::load<runs::LMRunConfig>(file, overrides, std::move(base));
+      return kind.load_config(stored, file, overrides);
     };
     if (flags->print_config) {  // reads only: no lock, nothing created
-      std::printf("%s\n", config::to_json(effective_config()).dump(2).c_str());
+      std::printf("%s\n", effective_config().dump(2).c_str());
       return;
     }
-
     // Lock first: whether the run is fresh or resumed is decided by run.json, which only the holder writes.
     std::error_code ec;
     const bool existed = std::filesystem::exists(out, ec);
@@ -97,30 +95,34 @@ void add_train_command(CLI::App& app) {
     auto config = effective_config();
 
     use_available_threads();
-    runs::LMRun run = runs::LMRun::start(out, config);
-    const auto& c = run.config();
-    std::printf("%s run '%s': data '%s' (%s rows of %lld tokens), model %lld layers x %lld features, vocab %lld\n",
-                run.resumed() ? "resuming" : "new", out.c_str(), c.data.path.c_str(), c.data.pack ? "packed" : "window",
-                static_cast<long long>(c.data.seq_len), static_cast<long long>(c.model.num_layers),
-                static_cast<long long>(c.model.emb_features), static_cast<long long>(c.model.vocab_size));
+    std::unique_ptr<runs::Run> run = kind.start(out, config);
+    std::printf("%s run '%s' (%s): %s\n", run->resumed() ? "resuming" : "new", out.c_str(), kind.name(), run->describe().c_str());
     std::fflush(stdout);
+    const training::TrainerConfig& c = run->trainer_config();
 
-    training::FitResult result = run.train(stdout);
+    training::FitResult result = run->train(stdout);
     if (undo) undo->keep();  // the run trained (or, with trainer.steps = 0, proved it can start)
     if (result.metrics.count("loss")) {
       std::printf("finished at step %lld: loss %.4f\n", static_cast<long long>(result.step), result.metrics.at("loss"));
     }
     if (!result.validation.empty()) {
-      std::printf("validation (%s weights): %s\n", c.trainer.ema_decay > 0 ? "EMA" : "live",
+      std::printf("validation (%s weights): %s\n", c.ema_decay > 0 ? "EMA" : "live",
                   format_scalars(result.validation, "").c_str());
     }
     const std::string checkpoint = !result.checkpoint.empty() ? str("checkpoint '", result.checkpoint.string(), "'")
-                                   : c.trainer.steps == 0  ? std::string("no checkpoint written (trainer.steps = 0)")
-                                                           : std::string("no checkpoint written");
+                                   : c.steps == 0 ? std::string("no checkpoint written (trainer.steps = 0)")
+                                                  : std::string("no checkpoint written");
     std::printf("%s; plots in '%s'\n", checkpoint.c_str(), (out / "tracking").c_str());
     std::fflush(stdout);
     if (result.interrupted) std::exit(130);  // the shell's convention for a run stopped by a signal
   });
+}
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto* train = app.add_subcommand("train", "Train a model (resumes when the run directory already holds the run)");
+  train->require_subcommand(1);
+  for (const auto& kind : runs::run_kinds()) add_kind(train, *kind);
 }
 
 }  // namespace dew::cli

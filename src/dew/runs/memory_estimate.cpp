@@ -37,30 +37,31 @@ std::string model_sizes(const nn::CausalTransformerConfig& m, double parameters)
 
 }  // namespace
 
-MemoryEstimate estimate_training_memory(const LMRunConfig& config) {
-  const auto& m = config.model;
+MemoryEstimate estimate_training_memory(const nn::CausalTransformerConfig& m, const training::TrainerConfig& trainer,
+                                        std::int64_t seq_len, std::int64_t loss_chunk_tokens) {
   MemoryEstimate e;
   e.parameters = static_cast<double>(nn::parameter_count(m));
   const double param_bytes = element_bytes(m.param_dtype), compute_bytes = element_bytes(m.dtype);
   e.weights = e.parameters * param_bytes;
   e.gradients = e.weights;
   e.optimizer = 2 * e.weights;
-  if (config.trainer.ema_decay > 0) e.ema = e.parameters * 4 + e.weights;
-  const double rows = static_cast<double>(config.trainer.batch_size) / static_cast<double>(std::max<std::int64_t>(1, config.trainer.grad_accum));
-  const double seq = static_cast<double>(config.data.seq_len), tokens = rows * seq;
+  if (trainer.ema_decay > 0) e.ema = e.parameters * 4 + e.weights;
+  const double rows = static_cast<double>(trainer.batch_size) / static_cast<double>(std::max<std::int64_t>(1, trainer.grad_accum));
+  const double seq = static_cast<double>(seq_len), tokens = rows * seq;
   const double per_layer = tokens * (10.0 * static_cast<double>(m.emb_features) + 3.0 * static_cast<double>(m.resolved_mlp_features())) +
                            2.0 * rows * static_cast<double>(m.num_heads) * seq * seq;
-  const double logit_tokens = config.lm.loss_chunk_tokens > 0 ? std::min(tokens, static_cast<double>(config.lm.loss_chunk_tokens)) : tokens;
+  const double logit_tokens = loss_chunk_tokens > 0 ? std::min(tokens, static_cast<double>(loss_chunk_tokens)) : tokens;
   e.activations = static_cast<double>(m.num_layers) * per_layer * compute_bytes + 2.0 * logit_tokens * static_cast<double>(m.vocab_size) * 4.0;
   return e;
 }
 
-void check_training_memory(const LMRunConfig& config, c10::Device device) {
+void check_training_memory(const nn::CausalTransformerConfig& model, const training::TrainerConfig& trainer,
+                           std::int64_t seq_len, std::int64_t loss_chunk_tokens, c10::Device device) {
   const auto have = available(device);
   if (!have) return;  // nothing to compare with: the allocator will tell
-  const MemoryEstimate e = estimate_training_memory(config);
+  const MemoryEstimate e = estimate_training_memory(model, trainer, seq_len, loss_chunk_tokens);
   if (e.total() <= static_cast<double>(have->bytes)) return;
-  fail("the run does not fit in memory: ", model_sizes(config.model, e.parameters), "; training needs about ", gib(e.total()),
+  fail("the run does not fit in memory: ", model_sizes(model, e.parameters), "; training needs about ", gib(e.total()),
        " (weights ", gib(e.weights), ", gradients ", gib(e.gradients), ", optimizer state ", gib(e.optimizer), ", EMA ",
        gib(e.ema), ", activations of one micro-batch ", gib(e.activations), ") but ", device.str(), " has ",
        gib(static_cast<double>(have->bytes)), " (", have->source, "); lower model.num_layers, model.emb_features or ",

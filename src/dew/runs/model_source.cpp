@@ -6,7 +6,7 @@
 #include "dew/interop/gguf_model.h"
 #include "dew/interop/hf_config.h"
 #include "dew/interop/hf_model.h"
-#include "dew/runs/lm_run.h"
+#include "dew/runs/run.h"
 #include "dew/runs/run_directory.h"
 #include "dew/runs/tokenizer_source.h"
 #include "dew/nn/device.h"
@@ -47,18 +47,8 @@ LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& opti
          " checkpoint");
   }
   switch (out.kind) {
-    case ModelSourceKind::run: {
-      LMRun run = LMRun::open(path);
-      fs::path checkpoint;
-      out.model = run.load_model(options.live, options.step, options.device, &checkpoint);
-      out.tokenizer = open_tokenizer(path.string());
-      out.model_type = run.config().init.model_type.empty() ? interop::hf_model_type_for(run.config().model)
-                                                            : run.config().init.model_type;
-      const bool ema = !options.live && run.config().trainer.ema_decay > 0;
-      out.description = str("run '", path.string(), "' checkpoint '", checkpoint.string(), "' (", ema ? "EMA" : "live",
-                            " weights)");
-      return out;
-    }
+    case ModelSourceKind::run:
+      return open_run(path)->load_decoder(options);  // whichever kind trained it
     case ModelSourceKind::hugging_face: {
       auto hf = interop::load_hf_model(path);
       out.model = hf.model;

@@ -8,7 +8,7 @@
 //   RUN_DIR/<step>/       checkpoints (training/checkpoint.h)
 //   RUN_DIR/tracking/     scalars.jsonl and plots (telemetry/local_tracker.h)
 //
-// This file is the envelope only; what `config` holds is the kind's (lm_run.h for "lm").
+// This file is the envelope only; what `config` holds is the kind's (run_kind.h lists the kinds; kinds/lm_kind.h is "lm"'s).
 #include <filesystem>
 #include <optional>
 #include <string>

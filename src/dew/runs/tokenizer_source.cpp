@@ -7,7 +7,6 @@
 #include "dew/data/token_files.h"
 #include "dew/formats/gguf_file.h"
 #include "dew/interop/gguf_model.h"
-#include "dew/runs/lm_run.h"
 #include "dew/runs/run_directory.h"
 
 namespace fs = std::filesystem;
@@ -22,6 +21,20 @@ data::PretrainedTokenizer plain_tokenizer(std::unique_ptr<data::Tokenizer> token
   return out;
 }
 
+data::PretrainedTokenizer open_run_tokenizer(const fs::path& run_dir, const std::string& spec) {
+  if (spec == "byte") return plain_tokenizer(data::load_tokenizer("byte"));
+  const fs::path copy = run_dir / spec;
+  std::error_code ec;
+  if (!fs::exists(copy, ec)) {
+    fail("the run's copy of its tokenizer, '", copy.string(), "', is missing (", run_file_path(run_dir).string(),
+         " names it); restore the run's tokenizer/ directory, for example from the data it was trained on");
+  }
+  // A fine-tuning run names its tokenizer directory, a run from scratch the file its data's tokenizer saved.
+  const fs::path dir = fs::is_directory(copy, ec) ? copy : copy.parent_path();
+  if (fs::is_regular_file(dir / "tokenizer_config.json", ec)) return data::load_pretrained_tokenizer(dir);
+  return plain_tokenizer(data::load_tokenizer(copy.string()));
+}
+
 data::PretrainedTokenizer open_tokenizer(const std::string& spec) {
   const fs::path path = spec;
   std::error_code ec;
@@ -32,10 +45,7 @@ data::PretrainedTokenizer open_tokenizer(const std::string& spec) {
     if (holds_run(path)) {
       // A run keeps a checkpoint's full tokenizer (special tokens, chat template) when it was initialised
       // from one, else the plain tokenizer its data was written with.
-      if (fs::is_regular_file(path / "tokenizer" / "tokenizer_config.json", ec)) {
-        return data::load_pretrained_tokenizer(path / "tokenizer");
-      }
-      return plain_tokenizer(LMRun::open(path).tokenizer());
+      return open_run_tokenizer(path, read_run_file(path).tokenizer);
     }
     if (fs::is_regular_file(path / "meta.json", ec)) {
       return plain_tokenizer(data::load_token_tokenizer(path, data::read_token_meta(path)));

@@ -12,6 +12,7 @@
 //                           encoder.json + vocab.bpe
 //
 // Errors name the path and say which of these it could have been.
+#include <filesystem>
 #include <string>
 
 #include "dew/data/tokenizers/pretrained_tokenizer.h"
@@ -19,6 +20,10 @@
 namespace dew::runs {
 
 data::PretrainedTokenizer open_tokenizer(const std::string& spec);
+
+// The tokenizer a run keeps: run.json's `tokenizer` spec ("byte" or a file under the run directory), with the
+// checkpoint's special tokens and chat template when they were kept beside it (tokenizer_config.json).
+data::PretrainedTokenizer open_run_tokenizer(const std::filesystem::path& run_dir, const std::string& spec);
 
 // A bare Tokenizer as a PretrainedTokenizer: its EOS is the one stop id, no chat template.
 data::PretrainedTokenizer plain_tokenizer(std::unique_ptr<data::Tokenizer> tokenizer);

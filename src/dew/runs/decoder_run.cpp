@@ -1,0 +1,273 @@
+#include "dew/runs/decoder_run.h"
+
+#include <system_error>
+
+#include "dew/core/error.h"
+#include "dew/data/tokenizers/tokenizer.h"
+#include "dew/data/tokenizers/tokenizer_fingerprint.h"
+#include "dew/interop/hf_config.h"
+#include "dew/nn/decoder_flops.h"
+#include "dew/nn/device.h"
+#include "dew/nn/dtype.h"
+#include "dew/runs/memory_estimate.h"
+#include "dew/runs/run_directory.h"
+#include "dew/runs/tokenizer_source.h"
+#include "dew/training/checkpoint.h"
+#include "dew/training/evaluate.h"
+
+namespace fs = std::filesystem;
+
+namespace dew::runs {
+
+namespace {
+
+// Everything shared that can be checked before a byte is written: the task's data (which may fill
+// model.vocab_size), the model against the rows it will read, the optimizer and trainer settings, a usable
+// trainer.device, and a model that fits in that device's memory.
+void resolve(DecoderTask& task) {
+  auto& s = task.sections();
+  if (!s.init.from.empty()) s.init.from = fs::absolute(s.init.from).lexically_normal().string();
+  task.check_data();
+  s.model.validate();
+  const std::int64_t seq_len = task.seq_len();
+  if (seq_len > s.model.max_seq_len) {
+    fail("data.seq_len (", seq_len, ") is larger than model.max_seq_len (", s.model.max_seq_len,
+         "); raise model.max_seq_len or lower data.seq_len");
+  }
+  s.optim.validate();
+  s.trainer.validate();
+  const c10::Device device = nn::resolve_device(s.trainer.device);  // cuda without a GPU: refused here
+  check_training_memory(s.model, s.trainer, seq_len, task.loss_chunk_tokens(), device);
+  if (device.is_cuda()) check_model_memory(s.model, c10::Device(c10::kCPU), "");  // built on the CPU first
+}
+
+std::unique_ptr<data::Tokenizer> load_run_tokenizer(const fs::path& run_dir, const std::string& spec) {
+  return open_run_tokenizer(run_dir, spec).tokenizer;
+}
+
+// The fingerprint of the tokenizer a run was trained with: run.json's, or (runs written before the field)
+// computed from the run's copy.
+std::string run_tokenizer_sha256(const fs::path& run_dir, const RunFile& file) {
+  if (!file.tokenizer_sha256.empty()) return file.tokenizer_sha256;
+  return data::tokenizer_sha256(*load_run_tokenizer(run_dir, file.tokenizer));
+}
+
+// Evaluation and resuming read the data again, which may have been tokenized anew since the run began:
+// ids of another vocabulary would be read as this model's and give a wrong loss with exit 0.
+void check_data_tokenizer(const fs::path& run_dir, const RunFile& file, const DecoderTask& task, const std::string& data_sha) {
+  if (data_sha.empty()) return;  // text the run tokenizes itself, with its own tokenizer
+  const std::string run_sha = run_tokenizer_sha256(run_dir, file);
+  if (data_sha == run_sha) return;
+  const std::string run_copy = file.tokenizer == "byte" ? std::string("byte") : (run_dir / file.tokenizer).string();
+  fail("the ", task.describe_data(), " was tokenized with another tokenizer (", task.data_tokenizer_name(), ", sha256 ",
+       data_sha.substr(0, 12), ") than run '", run_dir.string(), "' was trained with ('", run_copy, "', sha256 ", run_sha.substr(0, 12),
+       "); its ids would be read as other tokens. Tokenize it again with the run's tokenizer (dew tokenize --tokenizer '",
+       run_copy, "' ...) or point data.path at the data the run was trained on");
+}
+
+// The value at a dotted path ("model.num_layers") as JSON text, or "(absent)".
+std::string value_at(const config::Json& root, const std::string& dotted) {
+  const config::Json* at = &root;
+  std::size_t start = 0;
+  while (start <= dotted.size()) {
+    auto end = dotted.find('.', start);
+    auto key = dotted.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!at->is_object() || !at->contains(key)) return "(absent)";
+    at = &(*at)[key];
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return at->dump();
+}
+
+// A fresh fine-tuning run takes the architecture from the model it starts from; only the compute and
+// storage dtypes stay the run's choice. A model field the user set (it differs from the default) to a
+// value other than the init model's would be silently ignored, so it is refused. A field set to its
+// default value cannot be told from an unset one; it is adopted like the rest.
+void adopt_model_config(DecoderSections& s, const LoadedModel& init) {
+  nn::CausalTransformerConfig model = init.model->config();
+  const nn::CausalTransformerConfig unset;
+  const config::Json asked = config::to_json(s.model), defaults = config::to_json(unset), adopted = config::to_json(model);
+  for (const auto& [field, value] : asked.items()) {
+    if (field == "dtype" || field == "param_dtype") continue;
+    if (value == defaults[field] || value == adopted[field]) continue;
+    fail("model.", field, " = ", value.dump(), " was asked for, but init.from '", s.init.from, "' has ",
+         adopted[field].dump(), " and a fine-tuning run takes the whole architecture from the model it starts from "
+         "(only model.dtype and model.param_dtype are the run's); drop the setting (nothing was written)");
+  }
+  model.dtype = s.model.dtype;
+  model.param_dtype = s.model.param_dtype;
+  s.model = model;
+  s.init.model_type = init.model_type;
+}
+
+// The data must have been tokenized with the model's own tokenizer: the same fingerprint (every id's bytes
+// and a probe text's ids, data/tokenizers/tokenizer_fingerprint.h). Returns the model's, for run.json.
+std::string check_same_tokenizer(const LoadedModel& init, const DecoderTask& task) {
+  const std::string model_sha = data::tokenizer_sha256(*init.tokenizer.tokenizer);
+  const std::string data_sha = task.data_tokenizer_sha256();
+  if (!data_sha.empty() && data_sha != model_sha) {
+    const std::int64_t model_vocab = init.tokenizer.tokenizer->vocab_size();
+    fail("the ", task.describe_data(), " was tokenized with ", task.data_tokenizer_name(), " but init.from '",
+         task.sections().init.from, "' uses another tokenizer (vocabulary ", model_vocab,
+         "); tokenize the text with the model's tokenizer: dew tokenize --tokenizer <the model> ...");
+  }
+  return model_sha;
+}
+
+}  // namespace
+
+DecoderRun::DecoderRun(const fs::path& dir, std::unique_ptr<DecoderTask> task, std::string tokenizer, bool resumed)
+    : Run(dir, task->kind(), resumed),
+      task_(std::move(task)),
+      tokenizer_(std::move(tokenizer)),
+      context_(dir, [dir, spec = tokenizer_] { return open_run_tokenizer(dir, spec); }) {}
+
+std::unique_ptr<DecoderRun> DecoderRun::start(const fs::path& run_dir, std::unique_ptr<DecoderTask> task) {
+  auto& s = task->sections();
+  std::optional<LoadedModel> init;
+  if (!s.init.from.empty() && !holds_run(run_dir)) {
+    init = load_model_source(s.init.from, {.device = "cpu"});
+    adopt_model_config(s, *init);
+  }
+  resolve(*task);
+  std::string init_tokenizer_sha256;  // the fingerprint run.json records for a fine-tuning run
+  if (init) init_tokenizer_sha256 = check_same_tokenizer(*init, *task);
+  if (holds_run(run_dir)) {
+    RunFile stored = read_run_file(run_dir);
+    if (stored.kind != task->kind()) {
+      fail("'", run_dir.string(), "' holds a \"", stored.kind, "\" run; `dew train ", task->kind(),
+           "` cannot resume it. Resume it with `dew train ", stored.kind, "` or start this run in another --out directory");
+    }
+    check_data_tokenizer(run_dir, stored, *task, task->data_tokenizer_sha256());
+    // Everything but trainer.* rebuilds the model, data order and optimizer the checkpoints were made with.
+    config::Json a = task->canonical_config(stored.config, run_file_path(run_dir).string()), b = task->config_json();
+    a.erase("trainer");
+    b.erase("trainer");
+    if (auto field = first_difference(a, b)) {
+      fail("'", run_dir.string(), "' already holds a run with ", *field, " = ", value_at(a, *field), "; this command asks for ",
+           value_at(b, *field), ". A resumed run can change only trainer.* (e.g. --set trainer.steps=N); "
+           "start a new run in another --out directory to change the rest (nothing was written)");
+    }
+    stored.config = task->config_json();
+    write_run_file(run_dir, stored);
+    return std::unique_ptr<DecoderRun>(new DecoderRun(run_dir, std::move(task), stored.tokenizer, /*resumed=*/true));
+  }
+  check_fresh_run_dir(run_dir);
+  fs::create_directories(run_dir);
+  std::string tokenizer, tokenizer_sha256;
+  if (init) {
+    data::save_pretrained_tokenizer(init->tokenizer, run_dir / "tokenizer");  // with its chat template
+    tokenizer = "tokenizer";
+    tokenizer_sha256 = init_tokenizer_sha256;
+  } else {
+    tokenizer = task->copy_data_tokenizer(run_dir);
+    tokenizer_sha256 = data::tokenizer_sha256(*load_run_tokenizer(run_dir, tokenizer));
+  }
+  std::unique_ptr<DecoderRun> run(new DecoderRun(run_dir, std::move(task), tokenizer, /*resumed=*/false));
+  run->task_->prepare(run->context_);
+  RunFile file{run->task_->kind(), tokenizer, run->task_->config_json(), tokenizer_sha256};
+  write_run_file(run_dir, file);  // last: a directory with run.json is a complete run to resume
+  if (init) run->initial_model_ = init->model;
+  return run;
+}
+
+std::unique_ptr<DecoderRun> DecoderRun::open(const fs::path& run_dir, const RunFile& file, std::unique_ptr<DecoderTask> task) {
+  const auto& model = task->sections().model;
+  if (model.vocab_size <= 0) {
+    fail("'", run_file_path(run_dir).string(), "': config.model.vocab_size is ", model.vocab_size,
+         "; a run file holds the resolved vocabulary size");
+  }
+  model.validate();
+  return std::unique_ptr<DecoderRun>(new DecoderRun(run_dir, std::move(task), file.tokenizer, /*resumed=*/true));
+}
+
+std::string DecoderRun::describe() const {
+  const auto& m = sections().model;
+  return str(task_->describe_data(), ", model ", m.num_layers, " layers x ", m.emb_features, " features, vocab ",
+             m.vocab_size, sections().init.from.empty() ? std::string() : str(", from '", sections().init.from, "'"));
+}
+
+std::unique_ptr<data::Tokenizer> DecoderRun::tokenizer() const { return load_run_tokenizer(dir(), tokenizer_); }
+
+data::PretrainedTokenizer DecoderRun::pretrained_tokenizer() const { return open_run_tokenizer(dir(), tokenizer_); }
+
+nn::CausalTransformer DecoderRun::build_model() const {
+  return nn::CausalTransformer(sections().model, nn::ParameterInit::none);
+}
+
+training::FitResult DecoderRun::train(std::FILE* out) {
+  const auto& s = sections();
+  // A fine-tuning run's first segment starts from init.from's weights; later segments from checkpoints.
+  const bool from_pretrained = !s.init.from.empty() && !training::latest_checkpoint(dir());
+  nn::CausalTransformer model = !from_pretrained ? build_model()
+                                : initial_model_ ? initial_model_
+                                                 : load_model_source(s.init.from, {.device = "cpu"}).model;
+  initial_model_ = nullptr;  // the trainer owns it from here
+  if (from_pretrained) model->to(nn::parse_dtype(s.model.param_dtype));
+  auto objective = task_->objective(model, context_);
+  training::TrainerConfig trainer_config = s.trainer;
+  if (trainer_config.flops_per_token == 0) trainer_config.flops_per_token = nn::decoder_flops_per_token(s.model, task_->seq_len());
+  auto train_rows = task_->batches(data::Split::train, context_);
+  auto val_rows = task_->batches(data::Split::val, context_);
+  if (!val_rows && out) std::fprintf(out, "note: no validation split (or it is shorter than one row); no validation\n");
+  training::Trainer trainer(*objective, s.optim, trainer_config, dir());
+  trainer.set_output(out);
+  if (from_pretrained) trainer.use_current_parameters();
+  return trainer.fit(*train_rows, val_rows.get());
+}
+
+nn::CausalTransformer DecoderRun::load_model(bool live, std::optional<std::int64_t> step, const std::string& device,
+                                             fs::path* loaded) const {
+  const auto& s = sections();
+  const c10::Device target = device.empty() ? nn::resolve_device(s.trainer.device) : nn::resolve_device(device, "--device");
+  const std::string source = run_file_path(dir()).string();
+  check_model_memory(s.model, c10::Device(c10::kCPU), source);  // built on the CPU, then moved
+  if (target.is_cuda()) check_model_memory(s.model, target, source);
+  nn::CausalTransformer model = build_model();
+  fs::path checkpoint = dir();
+  if (step) {
+    checkpoint = dir() / std::to_string(*step);
+    if (!fs::is_directory(checkpoint)) {
+      auto steps = training::checkpoint_steps(dir());
+      std::string have;
+      for (auto st : steps) have += (have.empty() ? "" : ", ") + std::to_string(st);
+      fail("run '", dir().string(), "' has no checkpoint of step ", *step, "; it has: ", have.empty() ? "none" : have);
+    }
+  }
+  fs::path used = training::load_checkpoint_weights(*model, checkpoint, /*use_ema=*/!live);
+  if (loaded) *loaded = used;
+  model->to(target);
+  model->eval();
+  return model;
+}
+
+objectives::Statistics DecoderRun::evaluate(const EvalOptions& options, fs::path* loaded) {
+  check_data_tokenizer(dir(), read_run_file(dir()), *task_, task_->data_tokenizer_sha256());
+  auto val = task_->batches(data::Split::val, context_);
+  if (!val) {
+    fail("run '", dir().string(), "' has no validation data to evaluate: the ", task_->describe_data(),
+         " has no validation split or it is shorter than one row; give the data a larger validation fraction");
+  }
+  auto model = load_model(options.live, options.step, options.device, loaded);
+  const auto where = model->parameters().front().device();
+  auto objective = task_->objective(model, context_);
+  return training::evaluate_objective(*objective, *val, sections().trainer.batch_size, options.max_batches, where);
+}
+
+
+LoadedModel DecoderRun::load_decoder(const ModelLoadOptions& options) const {
+  LoadedModel out;
+  fs::path checkpoint;
+  out.model = load_model(options.live, options.step, options.device, &checkpoint);
+  out.tokenizer = pretrained_tokenizer();
+  out.kind = ModelSourceKind::run;
+  const auto& s = sections();
+  out.model_type = s.init.model_type.empty() ? interop::hf_model_type_for(s.model) : s.init.model_type;
+  const bool ema = !options.live && s.trainer.ema_decay > 0;
+  out.description = str(kind(), " run '", dir().string(), "' checkpoint '", checkpoint.string(), "' (", ema ? "EMA" : "live",
+                        " weights)");
+  return out;
+}
+
+}  // namespace dew::runs

@@ -1,0 +1,32 @@
+#pragma once
+// The config sections every decoder run kind shares (lm, sft, dpo, grpo): where the model starts, its
+// architecture, the optimizer and the trainer. A kind's config derives from this and adds its data and
+// objective sections (kinds/*.h).
+#include <string>
+
+#include "dew/nn/causal_transformer_config.h"
+#include "dew/training/optim_config.h"
+#include "dew/training/trainer_config.h"
+
+namespace dew::runs {
+
+// Fine-tuning: start from a published or earlier model instead of random weights.
+struct InitConfig {
+  std::string from;        // a run directory, a Hugging Face checkpoint directory or a .gguf file; "" = random init
+  std::string model_type;  // the Hugging Face family of `from` (filled in), used by `dew export`
+
+  template <class V>
+  void fields(V& v) {
+    v("from", from, "start from this model (run dir, Hugging Face dir or .gguf; --init-from sets it); \"\" = random");
+    v("model_type", model_type, "Hugging Face family of init.from (filled in when the run starts)");
+  }
+};
+
+struct DecoderSections {
+  InitConfig init;
+  nn::CausalTransformerConfig model;
+  training::OptimConfig optim;
+  training::TrainerConfig trainer;
+};
+
+}  // namespace dew::runs

@@ -1,0 +1,81 @@
+#pragma once
+// What one decoder kind (lm, sft, dpo, grpo) adds to the life cycle every decoder run shares
+// (decoder_run.h): its config beyond the shared sections, its data, its objective. The shared part handles
+// the run directory, run.json, resuming, fine-tuning from init.from, the tokenizer, checkpoints, devices and
+// memory checks, and evaluation; a task only answers the questions below.
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "dew/core/config.h"
+#include "dew/data/batch_source.h"
+#include "dew/data/tokenizers/pretrained_tokenizer.h"
+#include "dew/nn/causal_transformer.h"
+#include "dew/objectives/objective.h"
+#include "dew/runs/decoder_sections.h"
+
+namespace dew::runs {
+
+// The run a task works for: its directory and (loaded on first use) the tokenizer run.json names, with the
+// chat template when the run has one.
+class RunContext {
+ public:
+  RunContext(std::filesystem::path dir, std::function<data::PretrainedTokenizer()> load)
+      : dir_(std::move(dir)), load_(std::move(load)) {}
+  const std::filesystem::path& dir() const { return dir_; }
+  const data::PretrainedTokenizer& tokenizer() const {
+    if (!tokenizer_) tokenizer_ = std::make_shared<data::PretrainedTokenizer>(load_());
+    return *tokenizer_;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  std::function<data::PretrainedTokenizer()> load_;
+  mutable std::shared_ptr<data::PretrainedTokenizer> tokenizer_;
+};
+
+class DecoderTask {
+ public:
+  virtual ~DecoderTask() = default;
+  virtual const char* kind() const = 0;
+  virtual DecoderSections& sections() = 0;
+  const DecoderSections& sections() const { return const_cast<DecoderTask*>(this)->sections(); }
+  // The whole config, as run.json stores it.
+  virtual config::Json config_json() const = 0;
+  // `stored` (a run.json config of this kind, perhaps written by an older dew) read into this kind's config
+  // and written back, so that it compares field by field with config_json(). Errors name `source`.
+  virtual config::Json canonical_config(const config::Json& stored, const std::string& source) const = 0;
+  // The name of the evaluate() statistic that measures what the loss measures (an LM's "ce").
+  virtual std::string validation_loss() const = 0;
+  // What that statistic's count counts, plural ("tokens", "pairs").
+  virtual std::string validation_unit() const { return "tokens"; }
+  // The longest row of ids the model reads (memory estimate, FLOPs per token, model.max_seq_len check).
+  virtual std::int64_t seq_len() const = 0;
+  // Logits computed this many tokens at a time (0 = all); bounds the memory estimate.
+  virtual std::int64_t loss_chunk_tokens() const { return 0; }
+
+  // Checks the data settings and the data before anything is written; makes paths absolute; fills
+  // model.vocab_size when it is 0 (a run from scratch takes its data's vocabulary).
+  virtual void check_data() = 0;
+  // The fingerprint of the tokenizer the data was tokenized with (data/tokenizers/tokenizer_fingerprint.h),
+  // or "" when the data is text that the run tokenizes itself with the run's tokenizer.
+  virtual std::string data_tokenizer_sha256() const = 0;
+  // What the data says it was tokenized with, for errors: "'gpt2' (vocabulary 50257)".
+  virtual std::string data_tokenizer_name() const = 0;
+  // A fresh run without init.from: copies the data's tokenizer into `run_dir` and returns run.json's
+  // tokenizer spec. Kinds whose data is text refuse (they need a model's tokenizer: --init-from).
+  virtual std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const = 0;
+  // A fresh run, once run_dir and its tokenizer exist and before run.json is written: prepare what the run
+  // keeps from its data (SFT on JSONL tokenizes it into the run). Failing here leaves no run behind.
+  virtual void prepare(const RunContext&) {}
+
+  // The objective over `model` (whose parameters the trainer trains).
+  virtual std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext& run) const = 0;
+  // Batches of one split; nullptr when the split has nothing to evaluate (a tiny or absent validation split).
+  virtual std::unique_ptr<data::BatchSource> batches(data::Split split, const RunContext& run) const = 0;
+  // "data '...' (packed rows of 256 tokens)" for the first line of `dew train`.
+  virtual std::string describe_data() const = 0;
+};
+
+}  // namespace dew::runs

@@ -1,0 +1,77 @@
+#pragma once
+// `dew train lm`: next-token prediction on a token directory written by `dew tokenize` (windows of the
+// token stream, or whole documents packed into rows). A row of the run-kind table (run_kind.h).
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "dew/objectives/lm_objective.h"
+#include "dew/runs/decoder_kind.h"
+#include "dew/runs/decoder_sections.h"
+
+namespace dew::runs {
+
+// Which token directory, and how rows are cut from it.
+struct LMDataConfig {
+  std::string path;            // a token directory written by `dew tokenize`
+  std::int64_t seq_len = 128;  // tokens the model reads per row
+  bool pack = false;           // whole documents packed into rows (needs `dew tokenize --pack`)
+  std::int64_t stride = 0;     // windows only: ids between row starts; 0 = seq_len (no overlap)
+  std::int64_t prefetch = 4;   // batches prepared ahead on a background thread; 0 = none
+
+  template <class V>
+  void fields(V& v) {
+    v("path", path, "token directory written by `dew tokenize` (--data sets it)");
+    v("seq_len", seq_len, "tokens the model reads per row (rows hold seq_len + 1 ids)");
+    v("pack", pack, "pack whole documents into rows, no attention across them (needs tokenize --pack)");
+    v("stride", stride, "ids between the starts of consecutive windows; 0 = seq_len");
+    v("prefetch", prefetch, "batches prepared ahead on a background thread; 0 = none");
+  }
+};
+
+// The defaults are a small decoder that trains in minutes on a laptop CPU: 4 layers of 256 features.
+struct LMRunConfig : DecoderSections {
+  LMDataConfig data;
+  objectives::LMLossConfig lm;  // the objective's own settings; its seq_len is data.seq_len
+
+  template <class V>
+  void fields(V& v) {
+    v("init", init);
+    v("model", model);
+    v("data", data);
+    v("lm", lm);
+    v("optim", optim);
+    v("trainer", trainer);
+  }
+
+  objectives::LMObjectiveConfig objective_config() const { return {.seq_len = data.seq_len, .loss = lm}; }
+};
+
+class LMTask final : public TypedDecoderTask<LMRunConfig> {
+ public:
+  using TypedDecoderTask::TypedDecoderTask;
+  const char* kind() const override { return "lm"; }
+  std::int64_t seq_len() const override { return config_.data.seq_len; }
+  std::int64_t loss_chunk_tokens() const override { return config_.lm.loss_chunk_tokens; }
+  std::string validation_loss() const override { return "ce"; }
+  void check_data() override;
+  std::string data_tokenizer_sha256() const override;
+  std::string data_tokenizer_name() const override;
+  std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const override;
+  std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext& run) const override;
+  std::unique_ptr<data::BatchSource> batches(data::Split split, const RunContext& run) const override;
+  std::string describe_data() const override;
+};
+
+std::unique_ptr<RunKind> make_lm_kind();
+
+// Typed shortcuts for code that builds an lm run's config itself (tests, examples).
+std::unique_ptr<DecoderRun> start_lm_run(const std::filesystem::path& run_dir, LMRunConfig config);
+// The lm config of an opened run (an error for another kind).
+const LMRunConfig& lm_config(const Run& run);
+// run.json's config when `run_dir` holds an lm run (what --set overrides apply to when resuming).
+std::optional<LMRunConfig> stored_lm_config(const std::filesystem::path& run_dir);
+
+}  // namespace dew::runs

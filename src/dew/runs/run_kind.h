@@ -1,0 +1,43 @@
+#pragma once
+// The table of run kinds: one row per thing `dew train` can train (lm, sft, dpo, grpo, ...). A row says
+// what its config is, what --data takes, and how to start or open a run of it; run.json's `kind` picks the
+// row when a run is opened again. Adding an objective is adding a row (kinds/*.cpp) and listing it in
+// run_kinds.cpp; the commands (train, eval, generate, chat, export) need no change.
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dew/core/config.h"
+#include "dew/runs/run.h"
+#include "dew/runs/run_directory.h"
+
+namespace dew::runs {
+
+class RunKind {
+ public:
+  virtual ~RunKind() = default;
+  virtual const char* name() const = 0;       // `dew train NAME`, run.json's kind
+  virtual const char* summary() const = 0;    // the help line of `dew train NAME`
+  virtual const char* data_help() const = 0;  // what --data takes
+  // Whether a run needs --init-from (post-training starts from a trained model).
+  virtual bool needs_init_from() const { return false; }
+  // "section.field (default)  help" lines for --help.
+  virtual std::string config_help() const = 0;
+  // The effective config: `stored` (a resumed run's run.json config; null = the defaults), then the --config
+  // file, then each override ("a.b=v"). Types and field names are checked here.
+  virtual config::Json load_config(const config::Json& stored, const std::optional<std::filesystem::path>& file,
+                                   const std::vector<std::string>& overrides) const = 0;
+  // Starts a fresh run in `run_dir`, or resumes the run there (then only trainer.* may differ).
+  virtual std::unique_ptr<Run> start(const std::filesystem::path& run_dir, const config::Json& config) const = 0;
+  // Opens a run whose run.json is `file` (for evaluation and generation).
+  virtual std::unique_ptr<Run> open(const std::filesystem::path& run_dir, const RunFile& file) const = 0;
+};
+
+// Every kind, in the order `dew train --help` lists them.
+const std::vector<std::unique_ptr<RunKind>>& run_kinds();
+// The row called `name`; the error names `source` (run.json, the command line) and lists the known kinds.
+const RunKind& find_run_kind(const std::string& name, const std::string& source);
+
+}  // namespace dew::runs
