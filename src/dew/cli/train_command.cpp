@@ -30,6 +30,7 @@ struct TrainFlags {
   std::string data, out, config_file, init_from;
   std::vector<std::string> sets;
   bool print_config = false;
+  std::vector<std::string> kind_values;  // one per RunKind::flags() entry, "" = not given
 };
 
 std::string format_scalars(const std::map<std::string, double>& scalars, const char* prefix) {
@@ -47,6 +48,11 @@ void add_kind(CLI::App* train, const runs::RunKind& kind) {
   cmd->add_option("--init-from", flags->init_from,
                   str("start from this model: a run directory, a Hugging Face checkpoint directory or a .gguf file "
                       "(sets init.from; its tokenizer reads the data)", kind.needs_init_from() ? "; required" : ""));
+  const std::vector<runs::KindFlag> kind_flags = kind.flags();
+  flags->kind_values.resize(kind_flags.size());
+  for (std::size_t i = 0; i < kind_flags.size(); ++i) {
+    cmd->add_option(kind_flags[i].flag, flags->kind_values[i], str(kind_flags[i].help, " (sets ", kind_flags[i].field, ")"));
+  }
   cmd->add_option("--config", flags->config_file, "JSON file with any of the fields below, by section");
   cmd->add_option("--set", flags->sets, "override one field: --set model.num_layers=6 (repeatable)");
   cmd->add_flag("--print-config", flags->print_config, "print the effective config as JSON and exit");
@@ -64,6 +70,10 @@ void add_kind(CLI::App* train, const runs::RunKind& kind) {
       std::vector<std::string> overrides;
       if (!flags->data.empty()) overrides.push_back("data.path=" + flags->data);
       if (!flags->init_from.empty()) overrides.push_back("init.from=" + flags->init_from);
+      const std::vector<runs::KindFlag> kind_flags = kind.flags();
+      for (std::size_t i = 0; i < kind_flags.size(); ++i) {
+        if (!flags->kind_values[i].empty()) overrides.push_back(kind_flags[i].field + "=" + flags->kind_values[i]);
+      }
       overrides.insert(overrides.end(), flags->sets.begin(), flags->sets.end());
       std::optional<std::filesystem::path> file;
       if (!flags->config_file.empty()) file = flags->config_file;

@@ -15,6 +15,14 @@
 
 namespace dew::runs {
 
+// A command-line flag of one kind that sets a config field: `dew train grpo --reward last_number` is
+// `--set grpo.reward=last_number`.
+struct KindFlag {
+  std::string flag;   // "--reward"
+  std::string field;  // "grpo.reward"
+  std::string help;
+};
+
 class RunKind {
  public:
   virtual ~RunKind() = default;
@@ -23,6 +31,8 @@ class RunKind {
   virtual const char* data_help() const = 0;  // what --data takes
   // Whether a run needs --init-from (post-training starts from a trained model).
   virtual bool needs_init_from() const { return false; }
+  // Flags beyond the shared ones (--data, --out, --init-from, --config, --set).
+  virtual std::vector<KindFlag> flags() const { return {}; }
   // "section.field (default)  help" lines for --help.
   virtual std::string config_help() const = 0;
   // The effective config: `stored` (a resumed run's run.json config; null = the defaults), then the --config
