@@ -4,6 +4,8 @@
 //                  transformers' AutoModelForCausalLM and AutoTokenizer load it
 //   --format gguf  DEST, one GGUF v3 file (F32, F16 or Q8_0 weights) with the tokenizer and chat template in
 //                  its metadata, for llama.cpp and Ollama
+//   --format peft  DEST/ adapter_config.json + adapter_model.safetensors: a LoRA run's adapters as PyPI peft
+//                  stores them, to load onto the base model (init.from, exported as hf); hf and gguf merge them
 // MODEL is a run directory (EMA weights unless --live), a Hugging Face directory or a GGUF file, so this also
 // converts between the formats. Nothing is half-written: DEST appears complete or not at all. DEST may not
 // overlap MODEL, and --force replaces only a previous export of the same format (check_existing_dest).
@@ -23,8 +25,11 @@
 #include "dew/formats/gguf_file.h"
 #include "dew/interop/gguf_export.h"
 #include "dew/interop/hf_model.h"
+#include "dew/interop/peft_adapter.h"
 #include "dew/nn/dtype.h"
+#include "dew/runs/decoder_run.h"
 #include "dew/runs/model_source.h"
+#include "dew/runs/run.h"
 
 namespace dew::cli {
 
@@ -89,6 +94,19 @@ std::string why_not_hf_export(const fs::path& dir) {
   return "";
 }
 
+// A previous peft export: adapter_config.json, adapter_model.safetensors and perhaps a README, nothing else.
+std::string why_not_peft_export(const fs::path& dir) {
+  bool config = false;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name != "adapter_config.json" && name != "adapter_model.safetensors" && name != "README.md") return "it holds '" + name + "'";
+    config = config || name == "adapter_config.json";
+  }
+  if (ec) return "it cannot be listed: " + ec.message();
+  return config ? "" : "it has no adapter_config.json";
+}
+
 bool starts_with_gguf_magic(const fs::path& file) {
   std::FILE* f = std::fopen(file.c_str(), "rb");
   if (!f) return false;
@@ -113,9 +131,15 @@ void check_existing_dest(const fs::path& dest, const std::string& format, bool f
     fail("DEST '", dest.string(), "' is a directory; a GGUF export is one file: give a file path such as '",
          (dest / "model.gguf").string(), "'");
   }
-  if (format == "hf" && is_dir && fs::is_empty(dest, ec)) return;
+  if (format != "gguf" && is_dir && fs::is_empty(dest, ec)) return;
   if (!force) fail("DEST '", dest.string(), "' already exists; choose another path or pass --force to replace it");
-  if (format == "hf") {
+  if (format == "peft") {
+    const std::string why = is_dir ? why_not_peft_export(dest) : std::string("it is a file");
+    if (!why.empty()) {
+      fail("DEST '", dest.string(), "' is not a previous peft export (", why, "); --force replaces only a directory of "
+           "adapter_config.json and adapter_model.safetensors. Choose another path");
+    }
+  } else if (format == "hf") {
     if (!is_dir) fail("DEST '", dest.string(), "' is a file, not a previous Hugging Face export; --force replaces only such a directory. Choose another path");
     if (auto why = why_not_hf_export(dest); !why.empty()) {
       fail("DEST '", dest.string(), "' is not a previous Hugging Face export (", why, "); --force replaces only a "
@@ -125,6 +149,25 @@ void check_existing_dest(const fs::path& dest, const std::string& format, bool f
     fail("DEST '", dest.string(), "' is not a GGUF file; --force replaces only a previous GGUF export. Choose "
          "another path, or remove it yourself");
   }
+}
+
+// A LoRA run's adapters, unmerged, as a peft adapter directory.
+void export_peft_adapter(const ModelFlags& model, const fs::path& dest) {
+  if (runs::detect_model_source(model.model) != runs::ModelSourceKind::run) {
+    fail("--format peft writes a LoRA run's adapters; '", model.model, "' is not a run directory");
+  }
+  auto run = runs::open_run(model.model);
+  const auto* decoder = dynamic_cast<const runs::DecoderRun*>(run.get());
+  if (!decoder || !decoder->sections().lora.enabled()) {
+    fail("--format peft writes a LoRA run's adapters, but run '", model.model, "' trained every weight (lora.rank = 0); "
+         "export it with --format hf or gguf");
+  }
+  fs::path checkpoint;
+  auto adapted = decoder->load_model(model.live, model.step, "cpu", &checkpoint, /*merge_adapters=*/false);
+  interop::write_peft_adapter(adapted, decoder->sections().lora, decoder->sections().init.from, dest);
+  std::printf("wrote %s (peft LoRA adapter, rank %lld, base '%s') from run '%s' checkpoint '%s'\n", dest.c_str(),
+              static_cast<long long>(decoder->sections().lora.rank), decoder->sections().init.from.c_str(),
+              model.model.c_str(), checkpoint.c_str());
 }
 
 std::optional<std::int64_t> id_or_none(const std::optional<data::TokenId>& id) {
@@ -137,7 +180,7 @@ void add_export_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("export", "Write a model as a Hugging Face checkpoint directory or a GGUF file");
   add_model_options(cmd, flags->model, /*with_device=*/false);
   cmd->add_option("dest", flags->dest, "output directory (hf) or file (gguf)")->required();
-  cmd->add_option("--format", flags->format, "hf (default) or gguf");
+  cmd->add_option("--format", flags->format, "hf (default), gguf, or peft (a LoRA run's adapters alone)");
   cmd->add_option("--type", flags->type, "weights: hf float32|bfloat16|float16 (default: as stored); gguf f32|f16|q8_0 (default f16)");
   cmd->add_option("--model-type", flags->model_type, "Hugging Face family / GGUF architecture to write (default: the model's)");
   cmd->add_option("--max-shard-mb", flags->max_shard_mb, "hf: largest safetensors shard in MB (5000)");
@@ -145,7 +188,9 @@ void add_export_command(CLI::App& app) {
 
   cmd->callback([flags] {
     exit_on_interrupt();  // Ctrl-C leaves no partial export
-    if (flags->format != "hf" && flags->format != "gguf") fail("--format is '", flags->format, "'; use hf or gguf");
+    if (flags->format != "hf" && flags->format != "gguf" && flags->format != "peft") {
+      fail("--format is '", flags->format, "'; use hf, gguf or peft");
+    }
     if (flags->max_shard_mb <= 0) fail("--max-shard-mb must be positive, got ", flags->max_shard_mb);
     const fs::path dest = flags->dest;
     refuse_overlap(dest, flags->model.model);
@@ -153,6 +198,10 @@ void add_export_command(CLI::App& app) {
     // What an export killed before it finished left beside DEST (.DEST.partial-PID-N, .DEST.tmp-PID-N, ...).
     const fs::path named = dest.filename().empty() ? dest.parent_path() : dest;
     remove_stale_temporaries(named.parent_path().empty() ? fs::path(".") : named.parent_path(), named.filename().string());
+    if (flags->format == "peft") {
+      export_peft_adapter(flags->model, dest);
+      return;
+    }
     auto loaded = load_model(flags->model);
     const std::string model_type = flags->model_type.empty() ? loaded.model_type : flags->model_type;
 

@@ -26,7 +26,10 @@ void load_parameters(torch::nn::Module& module, const formats::SafetensorsFile& 
   at::NoGradGuard no_grad;
   auto params = parameter_map(module);
   for (auto& [name, p] : params) {
-    if (!file.contains(name)) dew::fail("'", file.path().string(), "' lacks tensor '", name, "' that the model needs");
+    if (!file.contains(name)) {
+      if (!p.requires_grad()) continue;  // frozen (a LoRA run's base): its checkpoints hold only what trains
+      dew::fail("'", file.path().string(), "' lacks tensor '", name, "' that the model needs");
+    }
     const auto& entry = file.entry(name);
     if (c10::IntArrayRef(entry.shape) != p.sizes()) {
       dew::fail("'", file.path().string(), "' tensor '", name, "' has shape ", c10::IntArrayRef(entry.shape),

@@ -12,7 +12,8 @@ namespace dew::nn {
 std::map<std::string, at::Tensor> parameter_map(const torch::nn::Module& module);
 
 // Copies every parameter from `file` (converting dtype, keeping each parameter's device and dtype).
-// A parameter missing from the file, a shape that disagrees, a NaN or infinity in it (require_finite), or
+// A frozen parameter (requires_grad false: a LoRA run's base weights) may be absent and then keeps its
+// value, since checkpoints hold only what trains. A trainable parameter missing from the file, a shape that disagrees, a NaN or infinity in it (require_finite), or
 // (when strict) a tensor in the file that the module lacks, is an error naming the file and the tensor.
 void load_parameters(torch::nn::Module& module, const formats::SafetensorsFile& file, bool strict = true);
 

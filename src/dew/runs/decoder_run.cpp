@@ -9,6 +9,7 @@
 #include "dew/nn/decoder_flops.h"
 #include "dew/nn/device.h"
 #include "dew/nn/dtype.h"
+#include "dew/nn/lora.h"
 #include "dew/runs/memory_estimate.h"
 #include "dew/runs/run_directory.h"
 #include "dew/runs/tokenizer_source.h"
@@ -29,6 +30,13 @@ void resolve(DecoderTask& task) {
   if (!s.init.from.empty()) s.init.from = fs::absolute(s.init.from).lexically_normal().string();
   task.check_data();
   s.model.validate();
+  if (s.lora.enabled()) {
+    s.lora.validate();
+    if (s.init.from.empty()) {
+      fail("lora.rank = ", s.lora.rank, " trains adapters on a trained model, but init.from is empty; pass --init-from MODEL "
+           "or set lora.rank=0 to train every weight");
+    }
+  }
   const std::int64_t seq_len = task.seq_len();
   if (seq_len > s.model.max_seq_len) {
     fail("data.seq_len (", seq_len, ") is larger than model.max_seq_len (", s.model.max_seq_len,
@@ -199,32 +207,48 @@ nn::CausalTransformer DecoderRun::build_model() const {
 training::FitResult DecoderRun::train(std::FILE* out) {
   const auto& s = sections();
   // A fine-tuning run's first segment starts from init.from's weights; later segments from checkpoints.
+  // A LoRA run's checkpoints hold only its adapters, so every segment starts from init.from's weights.
   const bool from_pretrained = !s.init.from.empty() && !training::latest_checkpoint(dir());
-  nn::CausalTransformer model = !from_pretrained ? build_model()
-                                : initial_model_ ? initial_model_
-                                                 : load_model_source(s.init.from, {.device = "cpu"}).model;
+  nn::CausalTransformer model{nullptr};
+  if (from_pretrained || s.lora.enabled()) {
+    model = initial_model_ ? initial_model_ : base_model();  // start() loaded it once already for a fresh run
+    model->to(nn::parse_dtype(s.model.param_dtype));
+  } else {
+    model = build_model();
+  }
   initial_model_ = nullptr;  // the trainer owns it from here
-  if (from_pretrained) model->to(nn::parse_dtype(s.model.param_dtype));
+  if (s.lora.enabled()) nn::add_lora(model, s.lora, s.trainer.seed);
   auto objective = task_->objective(model, context_);
   training::TrainerConfig trainer_config = s.trainer;
   if (trainer_config.flops_per_token == 0) trainer_config.flops_per_token = nn::decoder_flops_per_token(s.model, task_->seq_len());
   auto train_rows = task_->batches(data::Split::train, context_);
   auto val_rows = task_->batches(data::Split::val, context_);
-  if (!val_rows && out) std::fprintf(out, "note: no validation split (or it is shorter than one row); no validation\n");
+  if (out) {
+    for (const auto& note : task_->notes()) std::fprintf(out, "note: %s\n", note.c_str());
+    if (!val_rows) std::fprintf(out, "note: no validation split (or it is shorter than one row); no validation\n");
+  }
   training::Trainer trainer(*objective, s.optim, trainer_config, dir());
   trainer.set_output(out);
   if (from_pretrained) trainer.use_current_parameters();
   return trainer.fit(*train_rows, val_rows.get());
 }
 
+nn::CausalTransformer DecoderRun::base_model() const {
+  nn::CausalTransformer model = load_model_source(sections().init.from, {.device = "cpu"}).model;
+  model->to(nn::parse_dtype(sections().model.param_dtype));
+  return model;
+}
+
 nn::CausalTransformer DecoderRun::load_model(bool live, std::optional<std::int64_t> step, const std::string& device,
-                                             fs::path* loaded) const {
+                                             fs::path* loaded, bool merge_adapters) const {
   const auto& s = sections();
   const c10::Device target = device.empty() ? nn::resolve_device(s.trainer.device) : nn::resolve_device(device, "--device");
   const std::string source = run_file_path(dir()).string();
   check_model_memory(s.model, c10::Device(c10::kCPU), source);  // built on the CPU, then moved
   if (target.is_cuda()) check_model_memory(s.model, target, source);
-  nn::CausalTransformer model = build_model();
+  // A LoRA run's checkpoints hold its adapters: the base weights come from init.from.
+  nn::CausalTransformer model = s.lora.enabled() ? base_model() : build_model();
+  if (s.lora.enabled()) nn::add_lora(model, s.lora, s.trainer.seed);
   fs::path checkpoint = dir();
   if (step) {
     checkpoint = dir() / std::to_string(*step);
@@ -237,6 +261,7 @@ nn::CausalTransformer DecoderRun::load_model(bool live, std::optional<std::int64
   }
   fs::path used = training::load_checkpoint_weights(*model, checkpoint, /*use_ema=*/!live);
   if (loaded) *loaded = used;
+  if (s.lora.enabled() && merge_adapters) nn::merge_lora(model);  // one matrix per projection again: generation's speed
   model->to(target);
   model->eval();
   return model;

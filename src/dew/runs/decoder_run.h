@@ -46,13 +46,17 @@ class DecoderRun final : public Run {
   nn::CausalTransformer build_model() const;
   // The model with the weights of a checkpoint (the newest, or `step`), the EMA copy unless `live`, on
   // trainer.device (or `device` when given), in eval mode. Returns the step directory read in `loaded`.
+  // A LoRA run's adapters are merged into the weights unless `merge_adapters` is false (peft export).
   nn::CausalTransformer load_model(bool live = false, std::optional<std::int64_t> step = std::nullopt,
-                                   const std::string& device = "", std::filesystem::path* loaded = nullptr) const;
+                                   const std::string& device = "", std::filesystem::path* loaded = nullptr,
+                                   bool merge_adapters = true) const;
   // Batches of one split, as training reads them.
   std::unique_ptr<data::BatchSource> batches(data::Split split) const { return task_->batches(split, context_); }
 
  private:
   DecoderRun(const std::filesystem::path& dir, std::unique_ptr<DecoderTask> task, std::string tokenizer, bool resumed);
+  // init.from's weights in model.param_dtype, on the CPU.
+  nn::CausalTransformer base_model() const;
 
   std::unique_ptr<DecoderTask> task_;
   std::string tokenizer_;  // RunFile::tokenizer

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dew/nn/causal_transformer_config.h"
+#include "dew/nn/lora.h"
 #include "dew/training/optim_config.h"
 #include "dew/training/trainer_config.h"
 
@@ -25,6 +26,7 @@ struct InitConfig {
 struct DecoderSections {
   InitConfig init;
   nn::CausalTransformerConfig model;
+  nn::LoraConfig lora;  // rank 0 = train every weight; else only adapters train (needs init.from)
   training::OptimConfig optim;
   training::TrainerConfig trainer;
 };

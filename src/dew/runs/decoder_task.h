@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dew/core/config.h"
 #include "dew/data/batch_source.h"
@@ -74,6 +75,9 @@ class DecoderTask {
   virtual std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext& run) const = 0;
   // Batches of one split; nullptr when the split has nothing to evaluate (a tiny or absent validation split).
   virtual std::unique_ptr<data::BatchSource> batches(data::Split split, const RunContext& run) const = 0;
+  // What the data preparation did that the user should know (conversations truncated, pairs dropped, ...);
+  // printed by `dew train` once the batches exist.
+  virtual std::vector<std::string> notes() const { return {}; }
   // "data '...' (packed rows of 256 tokens)" for the first line of `dew train`.
   virtual std::string describe_data() const = 0;
 };

@@ -1,6 +1,8 @@
 // The table of run kinds (run_kind.h) and opening a run by its kind.
 #include "dew/core/error.h"
+#include "dew/runs/kinds/dpo_kind.h"
 #include "dew/runs/kinds/lm_kind.h"
+#include "dew/runs/kinds/sft_kind.h"
 #include "dew/runs/run_kind.h"
 
 namespace dew::runs {
@@ -9,6 +11,8 @@ const std::vector<std::unique_ptr<RunKind>>& run_kinds() {
   static const std::vector<std::unique_ptr<RunKind>> table = [] {
     std::vector<std::unique_ptr<RunKind>> kinds;
     kinds.push_back(make_lm_kind());
+    kinds.push_back(make_sft_kind());
+    kinds.push_back(make_dpo_kind());
     return kinds;
   }();
   return table;

@@ -174,7 +174,7 @@ fs::path Trainer::write_checkpoint(std::int64_t step, std::int64_t data_position
   state.largest_batch_size = largest_batch_size_;
   state.metrics = metrics;
   CheckpointTensors tensors;
-  tensors.params = nn::parameter_map(objective_.module());
+  tensors.params = params_;  // what trains: frozen weights (a LoRA run's base) come from where the run started
   tensors.optimizer = optimizer_->state();
   if (ema_->enabled()) tensors.ema = ema_->state();
   auto dir = save_checkpoint(run_dir_, state, tensors);

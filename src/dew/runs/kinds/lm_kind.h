@@ -40,6 +40,7 @@ struct LMRunConfig : DecoderSections {
   void fields(V& v) {
     v("init", init);
     v("model", model);
+    v("lora", lora);
     v("data", data);
     v("lm", lm);
     v("optim", optim);

@@ -1,0 +1,83 @@
+#pragma once
+// `dew train sft`: supervised fine-tuning on chat data. The LM objective over whole conversations packed
+// into rows (data/chat/packed_conversations.h), trained only on assistant tokens by default (lm.loss_role,
+// the spec's loss_role=Role.ASSISTANT). --data takes a chat JSONL file, which the run tokenizes with its
+// model's chat template into RUN/data when it starts (and keeps: a resumed run reads that copy), or a chat
+// token directory written by `dew tokenize --chat`.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dew/objectives/lm_objective.h"
+#include "dew/runs/decoder_kind.h"
+#include "dew/runs/decoder_sections.h"
+
+namespace dew::runs {
+
+struct SFTDataConfig {
+  std::string path;             // chat JSONL, or a chat token directory
+  std::int64_t seq_len = 512;   // tokens the model reads per row
+  double val_fraction = 0.05;   // JSONL only: the first conversations held out for validation
+  std::int64_t prefetch = 4;
+
+  template <class V>
+  void fields(V& v) {
+    v("path", path, "chat JSONL ({\"messages\": [...]} per line) or a chat token directory (dew tokenize --chat); --data sets it");
+    v("seq_len", seq_len, "tokens the model reads per row; longer conversations are truncated or dropped (see docs)");
+    v("val_fraction", val_fraction, "JSONL only: fraction of conversations (the first ones) held out for validation");
+    v("prefetch", prefetch, "batches prepared ahead on a background thread; 0 = none");
+  }
+};
+
+struct SFTRunConfig : DecoderSections {
+  SFTDataConfig data;
+  objectives::LMLossConfig lm;
+
+  // Fine-tuning defaults: train on assistant tokens, a learning rate for a pretrained model.
+  SFTRunConfig() {
+    lm.loss_role = 2;  // data::ChatRole::assistant
+    optim.learning_rate = 2e-5;
+    optim.weight_decay = 0.0;
+  }
+
+  template <class V>
+  void fields(V& v) {
+    v("init", init);
+    v("model", model);
+    v("lora", lora);
+    v("data", data);
+    v("lm", lm);
+    v("optim", optim);
+    v("trainer", trainer);
+  }
+};
+
+class SFTTask final : public TypedDecoderTask<SFTRunConfig> {
+ public:
+  using TypedDecoderTask::TypedDecoderTask;
+  const char* kind() const override { return "sft"; }
+  std::int64_t seq_len() const override { return config_.data.seq_len; }
+  std::int64_t loss_chunk_tokens() const override { return config_.lm.loss_chunk_tokens; }
+  std::string validation_loss() const override { return "ce"; }
+  void check_data() override;
+  std::string data_tokenizer_sha256() const override;
+  std::string data_tokenizer_name() const override;
+  std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const override;
+  void prepare(const RunContext& run) override;
+  std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext& run) const override;
+  std::unique_ptr<data::BatchSource> batches(data::Split split, const RunContext& run) const override;
+  std::string describe_data() const override;
+  std::vector<std::string> notes() const override { return notes_; }
+
+ private:
+  bool from_jsonl() const;
+  // The chat token directory the run reads: RUN/data for JSONL, else data.path.
+  std::filesystem::path token_dir(const RunContext& run) const;
+  mutable std::vector<std::string> notes_;
+};
+
+std::unique_ptr<RunKind> make_sft_kind();
+
+}  // namespace dew::runs
