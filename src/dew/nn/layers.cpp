@@ -13,6 +13,13 @@ LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias, c10::S
   if (with_bias) bias = register_parameter("bias", at::zeros({out}, at::TensorOptions().dtype(param_dtype)));
 }
 
+at::Tensor LinearImpl::forward(const at::Tensor& x) const {
+  auto y = dense(x, weight, bias);
+  if (!lora_A) return y;
+  auto dropped = lora_dropout > 0.0 && is_training() ? at::dropout(x, lora_dropout, /*train=*/true) : x;
+  return y + dense(dense(dropped, lora_A->weight), lora_B->weight) * lora_scale;
+}
+
 RMSNormImpl::RMSNormImpl(std::int64_t features, double eps_, c10::ScalarType param_dtype, double weight_offset_)
     : eps(eps_), weight_offset(weight_offset_) {
   // Initialised to the identity: (offset + weight) = 1.

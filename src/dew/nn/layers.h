@@ -17,11 +17,19 @@ namespace dew::nn {
 at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
 
 // A Linear layer holding `weight` [out, in] and optionally `bias` [out].
+//
+// It may carry a low-rank adapter (LoRA, nn/lora.h adds, merges and removes it): submodules lora_A
+// ([rank, in]) and lora_B ([out, rank]), named as peft names them, and then
+//   forward(x) = dense(x, weight, bias) + lora_scale * dense(dense(dropout(x), A), B)
+// with dropout only in training mode. Living inside Linear::forward, the adapter applies wherever the
+// projection is used: training, evaluation and the KV-cache decode path alike.
 class LinearImpl : public torch::nn::Module {
  public:
   LinearImpl(std::int64_t in, std::int64_t out, bool bias, c10::ScalarType param_dtype);
-  at::Tensor forward(const at::Tensor& x) const { return dense(x, weight, bias); }
+  at::Tensor forward(const at::Tensor& x) const;
   at::Tensor weight, bias;
+  std::shared_ptr<LinearImpl> lora_A, lora_B;  // both or neither
+  double lora_scale = 0.0, lora_dropout = 0.0;
 };
 TORCH_MODULE(Linear);
 

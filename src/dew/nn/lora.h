@@ -1,0 +1,69 @@
+#pragma once
+// LoRA: low-rank adapters on the decoder's projections (Hu et al. 2021, as PyPI peft computes them).
+//
+// add_lora gives each chosen Linear two small matrices, A [rank, in] and B [out, rank], and freezes
+// everything else; the Linear then computes W x + b + (alpha / rank) * B A dropout(x) (nn/layers.h), so
+// training updates only A and B. Names follow peft's (model.layers.0.self_attn.q_proj.lora_A.weight), so
+// an adapter directory is a renaming away (interop/peft_adapter.h). merge_lora folds B A into W and removes
+// the adapters, leaving a plain decoder for the Hugging Face and GGUF exporters.
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dew/nn/causal_transformer.h"
+
+namespace dew::nn {
+
+struct LoraConfig {
+  std::int64_t rank = 0;  // 0 = no LoRA
+  double alpha = 16;
+  double dropout = 0;
+  std::string modules = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj";
+
+  template <class V>
+  void fields(V& v) {
+    v("rank", rank, "rank of each adapter (A is [rank, in], B is [out, rank]); 0 = no LoRA, train every weight");
+    v("alpha", alpha, "the adapter's output is scaled by alpha / rank");
+    v("dropout", dropout, "dropout on the adapter's input while training, in [0, 1)");
+    v("modules", modules, "comma-separated projections that get adapters: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj");
+  }
+
+  // Errors name lora.<field> and the value.
+  void validate() const;
+  bool enabled() const { return rank > 0; }
+  // `modules` split at commas, spaces trimmed, in the order given.
+  std::vector<std::string> module_names() const;
+  double scale() const { return alpha / static_cast<double>(rank); }
+};
+
+// The projection names LoRA can adapt, in the decoder's order (gate_proj exists only with a gated MLP).
+const std::vector<std::string>& lora_module_choices();
+
+// Adds adapters to every decoder Linear whose last name is in config.module_names(): A drawn as peft draws it
+// (kaiming-uniform with a = sqrt(5), i.e. U(-1/sqrt(in), 1/sqrt(in))) from a CPU generator seeded with
+// `seed`, in sorted module-name order, so the values do not depend on the device; B zero, so the adapted
+// model starts equal to the base. Both take W's dtype and device. Then every other parameter gets
+// requires_grad(false). Call it after init_parameters or loading weights (init_parameters would redraw
+// the adapters too). Returns the number of adapter parameters.
+// Errors: a disabled or invalid config, a model that already has adapters, a module name the model lacks
+// (the message lists those it has).
+std::int64_t add_lora(CausalTransformer& model, const LoraConfig& config, std::uint64_t seed);
+
+// W += scale * B A, computed in fp32 and cast to W's dtype; then the adapters are removed and every
+// parameter is trainable again: a plain decoder, as if it had been trained with the update in W.
+// Errors on a model without adapters.
+void merge_lora(CausalTransformer& model);
+
+// Removes the adapters without folding them in (the base model as it was) and makes every parameter
+// trainable again. Does nothing on a model without adapters.
+void remove_lora(CausalTransformer& model);
+
+bool has_lora(const torch::nn::Module& module);
+
+// The adapter parameters (names ending in .lora_A.weight / .lora_B.weight), keyed as parameter_map keys them.
+std::map<std::string, at::Tensor> lora_parameters(const torch::nn::Module& module);
+
+}  // namespace dew::nn
