@@ -6,7 +6,8 @@ Writes under tests/fixtures/lora/:
   adapter/adapter_config.json,                a peft LoRA (r=4, lora_alpha=8, all seven projections) whose A
   adapter/adapter_model.safetensors           and B are both random and non-zero (peft initialises B to zero,
                                               which would hide a misplaced or transposed B), as peft's
-                                              save_pretrained writes it
+                                              save_pretrained writes it (target_modules then sorted: peft
+                                              writes them in a set's hash order)
   logits.json                                 {"ids": [B][S], "base": [B][S][V] the base model's logits,
                                               "adapted": the peft model's, "merged": merge_and_unload()'s}
 
@@ -59,6 +60,11 @@ def main():
         adapted_logits = model(input_ids=ids).logits
     model.save_pretrained(OUT / "adapter")
     (OUT / "adapter" / "README.md").unlink(missing_ok=True)
+    # peft writes target_modules from a set, in hash order; sorted, the file is the same on every run.
+    config_path = OUT / "adapter" / "adapter_config.json"
+    adapter_config = json.loads(config_path.read_text())
+    adapter_config["target_modules"] = sorted(adapter_config["target_modules"])
+    config_path.write_text(json.dumps(adapter_config, indent=2, sort_keys=True) + "\n")
     with torch.no_grad():
         merged_logits = model.merge_and_unload()(input_ids=ids).logits
 
