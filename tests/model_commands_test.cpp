@@ -85,7 +85,7 @@ TEST(ModelCommands, ExportConvertsBetweenGgufAndHuggingFaceWithoutChangingTheMod
   EXPECT_NE(again.output.find("already exists"), std::string::npos) << again.output;
   auto bad_format = run_command(dew::test::dew_single_threaded("export '" + tiny_gguf().string() + "' '" + (dir.path() / "x").string() + "' --format onnx"));
   EXPECT_EQ(bad_format.status, 1);
-  EXPECT_NE(bad_format.output.find("use hf or gguf"), std::string::npos) << bad_format.output;
+  EXPECT_NE(bad_format.output.find("use hf, gguf or peft"), std::string::npos) << bad_format.output;
   auto bad_type = run_command(dew::test::dew_single_threaded("export '" + tiny_gguf().string() + "' '" + (dir.path() / "x.gguf").string() +
                                       "' --format gguf --type q4_0"));
   EXPECT_EQ(bad_type.status, 1);
