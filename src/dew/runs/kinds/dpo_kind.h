@@ -36,6 +36,7 @@ struct DpoRunConfig : DecoderSections {
   DpoRunConfig() {
     optim.learning_rate = 1e-6;  // TRL's DPO default
     optim.weight_decay = 0.0;
+    trainer.ema_decay = 0;  // short fine-tunes: an EMA copy would lag far behind (TRL keeps none)
   }
 
   template <class V>

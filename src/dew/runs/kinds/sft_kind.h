@@ -40,6 +40,7 @@ struct SFTRunConfig : DecoderSections {
     lm.loss_role = 2;  // data::ChatRole::assistant
     optim.learning_rate = 2e-5;
     optim.weight_decay = 0.0;
+    trainer.ema_decay = 0;  // short fine-tunes: an EMA copy would lag far behind (TRL keeps none)
   }
 
   template <class V>

@@ -1,0 +1,242 @@
+// The post-training run kinds end to end, on the tiny Llama GGUF fixture (its tokenizer has a ChatML
+// template): `dew train sft` on chat JSONL (with and without LoRA), `dew train dpo` on preference pairs,
+// and what users do with the runs afterwards (eval, generate, chat, export hf / peft). Resume is checked
+// bit for bit through the run layer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "dew/formats/safetensors.h"
+#include "dew/runs/kinds/dpo_kind.h"
+#include "dew/runs/kinds/sft_kind.h"
+#include "dew/telemetry/local_tracker.h"
+#include "dew/training/checkpoint.h"
+#include "run_test_support.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using dew::test::error_of;
+using dew::test::run_command;
+using dew::test::TempDir;
+
+namespace {
+
+fs::path tiny_gguf() { return dew::test::fixtures() / "smollm2" / "tiny" / "llama.gguf"; }
+
+// Short arithmetic conversations: a user question and a one-line assistant answer.
+void write_chat(const fs::path& file, int conversations) {
+  std::ofstream out(file);
+  for (int i = 0; i < conversations; ++i) {
+    const int a = i % 7, b = (i * 3) % 5;
+    out << R"({"messages": [{"role": "user", "content": "What is )" << a << " plus " << b
+        << R"(?"}, {"role": "assistant", "content": "It is )" << a + b << R"(."}]})" << "\n";
+  }
+}
+
+void write_pairs(const fs::path& file, int pairs) {
+  std::ofstream out(file);
+  for (int i = 0; i < pairs; ++i) {
+    const int a = i % 6, b = (i * 5) % 4;
+    out << R"({"prompt": [{"role": "user", "content": "Add )" << a << " and " << b << R"("}], )"
+        << R"("chosen": [{"role": "assistant", "content": ")" << a + b << R"("}], )"
+        << R"("rejected": [{"role": "assistant", "content": "I do not know"}]})" << "\n";
+  }
+}
+
+template <class Config>
+void tiny_settings(Config& c, const fs::path& data, std::int64_t steps) {
+  c.init.from = tiny_gguf().string();
+  c.data.path = data.string();
+  c.data.seq_len = 48;
+  c.trainer.steps = steps;
+  c.trainer.batch_size = 4;
+  c.trainer.log_every = 1;
+  c.trainer.eval_every = 0;
+  c.trainer.checkpoint_every = 4;
+  c.trainer.keep_checkpoints = 0;
+  c.trainer.peak_flops = 1e9;
+  c.trainer.device = "cpu";
+  c.optim.schedule = "constant";
+}
+
+std::vector<dew::telemetry::ScalarRecord> scalars(const fs::path& run) {
+  return dew::telemetry::read_scalars(run / "tracking" / "scalars.jsonl");
+}
+
+void expect_same_params(const fs::path& a, const fs::path& b) {
+  dew::training::Checkpoint ca(a), cb(b);
+  ASSERT_EQ(ca.params().names(), cb.params().names());
+  for (const auto& name : ca.params().names()) EXPECT_TRUE(at::equal(ca.params().view(name), cb.params().view(name))) << name;
+}
+
+}  // namespace
+
+// SFT trains on assistant tokens only: the scored targets are the answers' tokens (and their end of turn),
+// the loss falls, and the run chats, generates, evaluates and exports like any run.
+TEST(PostTrainingRuns, SftOnChatJsonlLearnsTheAnswersAndServesLikeAnyRun) {
+  TempDir dir;
+  write_chat(dir.path() / "chat.jsonl", 60);
+  const auto run = dir.path() / "sft";
+  const std::string settings = " --set data.seq_len=48 --set trainer.batch_size=4 --set trainer.steps=24 --set trainer.log_every=4"
+                               " --set trainer.eval_every=12 --set trainer.peak_flops=1e9 --set trainer.device=cpu"
+                               " --set optim.learning_rate=3e-3 --set data.val_fraction=0.1";
+  auto trained = run_command(dew::test::dew_single_threaded("train sft --data '" + (dir.path() / "chat.jsonl").string() + "' --out '" +
+                                                            run.string() + "' --init-from '" + tiny_gguf().string() + "'" + settings));
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  EXPECT_NE(trained.output.find("new run"), std::string::npos) << trained.output;
+  EXPECT_NE(trained.output.find("tokenized 60 conversations"), std::string::npos) << trained.output;
+  EXPECT_TRUE(fs::exists(run / "data" / "train.roles"));
+  EXPECT_EQ(nlohmann::json::parse(dew::test::read_text(run / "run.json"))["kind"], "sft");
+
+  auto records = scalars(run);
+  ASSERT_GE(records.size(), 2u);
+  const double first = records.front().scalars.at("loss"), last = records.back().scalars.at("loss");
+  EXPECT_LT(last, 0.5 * first) << first << " -> " << last;  // the answers are learnable: "It is N."
+  // Tokens per step are the assistant targets only: 4 conversations of "It is N." + end of turn are far
+  // fewer than their whole rows.
+  EXPECT_LT(records.front().scalars.at("tokens_per_second") * records.front().scalars.at("step_seconds"), 4 * 20.0);
+
+  auto eval = run_command(dew::test::dew_single_threaded("eval '" + run.string() + "' --json"));
+  ASSERT_EQ(eval.status, 0) << eval.output;
+  auto stats = nlohmann::json::parse(eval.output);
+  EXPECT_GT(stats["tokens"].get<double>(), 0);
+  EXPECT_TRUE(std::isfinite(stats["ce"].get<double>()));
+  auto chat = run_command(dew::test::dew_single_threaded("chat '" + run.string() + "' --prompt 'What is 3 plus 1?' --max-new-tokens 6"));
+  EXPECT_EQ(chat.status, 0) << chat.output;
+  EXPECT_NE(chat.output.find("It is"), std::string::npos) << chat.output;  // it answers as trained
+  auto exported = run_command(dew::test::dew_single_threaded("export '" + run.string() + "' '" + (dir.path() / "hf").string() + "'"));
+  EXPECT_EQ(exported.status, 0) << exported.output;
+  auto peft = run_command(dew::test::dew_single_threaded("export '" + run.string() + "' '" + (dir.path() / "peft").string() + "' --format peft"));
+  EXPECT_EQ(peft.status, 1);
+  EXPECT_NE(peft.output.find("lora.rank = 0"), std::string::npos) << peft.output;
+}
+
+// With LoRA only the adapters train and are checkpointed; generation and `export --format hf` apply them
+// (merged), `--format peft` writes them alone.
+TEST(PostTrainingRuns, SftWithLoraCheckpointsOnlyAdaptersAndExportsThem) {
+  TempDir dir;
+  write_chat(dir.path() / "chat.jsonl", 40);
+  const auto run = dir.path() / "lora";
+  const std::string settings = " --set data.seq_len=48 --set trainer.batch_size=4 --set trainer.steps=8 --set trainer.log_every=4"
+                               " --set trainer.peak_flops=1e9 --set trainer.device=cpu --set optim.learning_rate=1e-2"
+                               " --set lora.rank=4 --set lora.alpha=8 --set lora.modules=q_proj,v_proj,down_proj";
+  auto trained = run_command(dew::test::dew_single_threaded("train sft --data '" + (dir.path() / "chat.jsonl").string() + "' --out '" +
+                                                            run.string() + "' --init-from '" + tiny_gguf().string() + "'" + settings));
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  dew::training::Checkpoint checkpoint(run / "8");
+  const auto names = checkpoint.params().names();
+  ASSERT_FALSE(names.empty());
+  for (const auto& name : names) EXPECT_NE(name.find(".lora_"), std::string::npos) << name;
+  EXPECT_EQ(names.size(), 2u * 3u * 2u);  // A and B, three modules, two layers
+
+  // The merged export generates what the run generates.
+  ASSERT_EQ(run_command(dew::test::dew_single_threaded("export '" + run.string() + "' '" + (dir.path() / "hf").string() + "'")).status, 0);
+  const std::string generate = " --prompt 'What is 2 plus 2?' --max-new-tokens 8 --json";
+  auto from_run = run_command(dew::test::dew_single_threaded("generate '" + run.string() + "'" + generate));
+  auto from_export = run_command(dew::test::dew_single_threaded("generate '" + (dir.path() / "hf").string() + "'" + generate));
+  ASSERT_EQ(from_run.status, 0) << from_run.output;
+  ASSERT_EQ(from_export.status, 0) << from_export.output;
+  EXPECT_EQ(nlohmann::json::parse(from_run.output)["tokens"], nlohmann::json::parse(from_export.output)["tokens"]);
+
+  auto peft = run_command(dew::test::dew_single_threaded("export '" + run.string() + "' '" + (dir.path() / "peft").string() + "' --format peft"));
+  ASSERT_EQ(peft.status, 0) << peft.output;
+  auto config = nlohmann::json::parse(dew::test::read_text(dir.path() / "peft" / "adapter_config.json"));
+  EXPECT_EQ(config["r"], 4);
+  EXPECT_EQ(config["base_model_name_or_path"], fs::absolute(tiny_gguf()).lexically_normal().string());
+  dew::formats::SafetensorsFile adapter(dir.path() / "peft" / "adapter_model.safetensors");
+  const auto& exported_weights = checkpoint.has_ema() ? checkpoint.ema() : checkpoint.params();  // EMA unless --live
+  EXPECT_TRUE(at::equal(adapter.view("base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight"),
+                        exported_weights.view("model.layers.0.self_attn.q_proj.lora_B.weight")));
+}
+
+// Stopping and resuming gives the parameters of an uninterrupted run, for SFT with LoRA and for DPO.
+TEST(PostTrainingRuns, SftWithLoraAndDpoResumeBitExact) {
+  dew::test::SingleThreaded threads;
+  TempDir dir;
+  write_chat(dir.path() / "chat.jsonl", 30);
+  write_pairs(dir.path() / "pairs.jsonl", 30);
+  dew::runs::SFTRunConfig sft;
+  tiny_settings(sft, dir.path() / "chat.jsonl", 8);
+  sft.lora.rank = 4;
+  sft.lora.dropout = 0.1;  // the dropout stream must resume too
+  sft.optim.learning_rate = 1e-2;
+  dew::runs::DpoRunConfig dpo;
+  tiny_settings(dpo, dir.path() / "pairs.jsonl", 8);
+  dpo.optim.learning_rate = 1e-3;
+
+  auto check = [&](auto config, auto start) {
+    const fs::path straight = dir.path() / "straight", stopped = dir.path() / "stopped";
+    fs::remove_all(straight);
+    fs::remove_all(stopped);
+    start(straight, config)->train(nullptr);
+    auto half = config;
+    half.trainer.steps = 4;
+    start(stopped, half)->train(nullptr);
+    // As `dew train` resumes: run.json's config (the architecture adopted from init.from), more steps.
+    auto resumed = config;
+    dew::config::from_json(dew::runs::read_run_file(stopped).config, resumed, "run.json");
+    resumed.trainer.steps = 8;
+    start(stopped, resumed)->train(nullptr);
+    expect_same_params(straight / "8", stopped / "8");
+  };
+  check(sft, [](const fs::path& d, const dew::runs::SFTRunConfig& c) {
+    return dew::runs::DecoderRun::start(d, std::make_unique<dew::runs::SFTTask>(c));
+  });
+  check(dpo, [](const fs::path& d, const dew::runs::DpoRunConfig& c) {
+    return dew::runs::DecoderRun::start(d, std::make_unique<dew::runs::DpoTask>(c));
+  });
+}
+
+// DPO from the reference itself: the first step's loss is exactly log 2 (policy == reference), and
+// training on consistent preferences separates the rewards.
+TEST(PostTrainingRuns, DpoStartsAtLogTwoAndLearnsThePreference) {
+  TempDir dir;
+  write_pairs(dir.path() / "pairs.jsonl", 40);
+  const auto run = dir.path() / "dpo";
+  const std::string settings = " --set data.seq_len=48 --set trainer.batch_size=4 --set trainer.steps=16 --set trainer.log_every=1"
+                               " --set trainer.eval_every=8 --set trainer.peak_flops=1e9 --set trainer.device=cpu"
+                               " --set optim.learning_rate=1e-3 --set dpo.beta=0.1";
+  auto trained = run_command(dew::test::dew_single_threaded("train dpo --data '" + (dir.path() / "pairs.jsonl").string() + "' --out '" +
+                                                            run.string() + "' --init-from '" + tiny_gguf().string() + "'" + settings));
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  auto records = scalars(run);
+  ASSERT_EQ(records.size(), 16u);
+  // Before the first update policy and reference are one model: every log-ratio is 0, the loss log 2 (the
+  // two forwards run the same rows through the same weights, so they agree to the last bit).
+  EXPECT_NEAR(records.front().scalars.at("loss"), std::log(2.0), 1e-6);
+  EXPECT_NEAR(records.front().scalars.at("rewards/margins"), 0.0, 1e-6);
+  EXPECT_GT(records.back().scalars.at("rewards/margins"), 0.5);
+  EXPECT_GT(records.back().scalars.at("rewards/accuracies"), 0.9);
+  EXPECT_LT(records.back().scalars.at("loss"), 0.5);
+  auto eval = run_command(dew::test::dew_single_threaded("eval '" + run.string() + "' --json"));
+  ASSERT_EQ(eval.status, 0) << eval.output;
+  EXPECT_EQ(nlohmann::json::parse(eval.output)["pairs"], 4);  // val_fraction 0.1 of 40
+
+  // Without --init-from there is nothing to post-train, and nothing is written.
+  auto refused = run_command(dew::test::dew_single_threaded("train dpo --data '" + (dir.path() / "pairs.jsonl").string() +
+                                                            "' --out '" + (dir.path() / "none").string() + "'"));
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.output.find("--init-from"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "none"));
+}
+
+// A bad line is refused by file, line and field before the run directory exists.
+TEST(PostTrainingRuns, BadJsonlLinesAreRefusedBeforeAnythingIsWritten) {
+  TempDir dir;
+  dew::test::write_text(dir.path() / "chat.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n"
+                                                    "{\"messages\": [{\"role\": \"bot\", \"content\": \"hi\"}]}\n");
+  auto refused = run_command(dew::test::dew_single_threaded("train sft --data '" + (dir.path() / "chat.jsonl").string() + "' --out '" +
+                                                            (dir.path() / "run").string() + "' --init-from '" + tiny_gguf().string() + "'"));
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.output.find("chat.jsonl:2"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("messages[0].role"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "run"));
+  dew::test::write_text(dir.path() / "pairs.jsonl", "{\"prompt\": \"a\", \"chosen\": \"b\"}\n");
+  refused = run_command(dew::test::dew_single_threaded("train dpo --data '" + (dir.path() / "pairs.jsonl").string() + "' --out '" +
+                                                       (dir.path() / "run").string() + "' --init-from '" + tiny_gguf().string() + "'"));
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.output.find("pairs.jsonl:1"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("rejected"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "run"));
+}
