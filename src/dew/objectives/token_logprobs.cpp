@@ -1,0 +1,118 @@
+#include "dew/objectives/token_logprobs.h"
+
+#include <cmath>
+
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "dew/core/error.h"
+
+namespace dew::objectives {
+namespace {
+
+// Soft-capped logits in fp32, before the temperature (the backward needs them to undo the cap).
+at::Tensor capped_logits(const at::Tensor& hidden, const at::Tensor& weight, double softcap) {
+  auto z = at::linear(hidden, weight.to(hidden.scalar_type())).to(at::kFloat);
+  return softcap > 0 ? at::tanh(z / softcap) * softcap : z;
+}
+
+// -cross_entropy is log_softmax gathered at the target; the fused kernel (forward and backward) is the
+// fastest way there, as token_cross_entropy measured.
+at::Tensor logprobs_of(const at::Tensor& z, const at::Tensor& targets) {
+  return -at::cross_entropy_loss(z, targets, /*weight=*/{}, at::Reduction::None);
+}
+
+struct ChunkedTargetLogprobs : public torch::autograd::Function<ChunkedTargetLogprobs> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
+                            const at::Tensor& targets, double softcap, double temperature, std::int64_t chunk) {
+    auto N = hidden.size(0);
+    auto out = at::empty({N}, hidden.options().dtype(at::kFloat));
+    for (std::int64_t start = 0; start < N; start += chunk) {
+      auto n = std::min(chunk, N - start);
+      auto z = capped_logits(hidden.narrow(0, start, n), weight, softcap) / temperature;
+      out.narrow(0, start, n).copy_(logprobs_of(z, targets.narrow(0, start, n)));
+    }
+    ctx->save_for_backward({hidden, weight, targets});
+    ctx->saved_data["softcap"] = softcap;
+    ctx->saved_data["temperature"] = temperature;
+    ctx->saved_data["chunk"] = chunk;
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    auto saved = ctx->get_saved_variables();
+    const auto &hidden = saved[0], &weight = saved[1], &targets = saved[2];
+    double softcap = ctx->saved_data["softcap"].toDouble();
+    double temperature = ctx->saved_data["temperature"].toDouble();
+    std::int64_t chunk = ctx->saved_data["chunk"].toInt();
+    auto g = grad_outputs[0].to(at::kFloat);
+    auto N = hidden.size(0);
+    auto grad_hidden = at::empty_like(hidden);
+    auto grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
+    auto w_compute = weight.to(hidden.scalar_type());
+    for (std::int64_t start = 0; start < N; start += chunk) {
+      auto n = std::min(chunk, N - start);
+      auto h = hidden.narrow(0, start, n);
+      auto capped = capped_logits(h, weight, softcap);
+      // d(z_t - lse(z))/dz = onehot(t) - softmax(z) with z = capped / temperature; times the incoming grad,
+      // then through the division by temperature and the cap.
+      auto dz = at::softmax(capped / temperature, -1).neg_();
+      dz.scatter_add_(1, targets.narrow(0, start, n).unsqueeze(1), at::ones({n, 1}, dz.options()));
+      dz.mul_((g.narrow(0, start, n) / temperature).unsqueeze(1));
+      if (softcap > 0) dz.mul_(1 - (capped / softcap).pow(2));  // through cap * tanh(x / cap)
+      grad_hidden.narrow(0, start, n).copy_(at::mm(dz.to(h.scalar_type()), w_compute));
+      grad_weight.add_(at::mm(dz.t(), h.to(at::kFloat)));
+    }
+    return {grad_hidden, grad_weight.to(weight.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor target_logprobs(const at::Tensor& hidden, const at::Tensor& output_weight, const at::Tensor& targets,
+                           double softcap, double temperature, std::int64_t chunk_tokens) {
+  if (!(temperature > 0) || !std::isfinite(temperature)) {
+    dew::fail("log-probabilities need a finite positive temperature, got ", temperature);
+  }
+  if (chunk_tokens <= 0 || chunk_tokens >= hidden.size(0)) {
+    auto z = capped_logits(hidden, output_weight, softcap);
+    return logprobs_of(temperature == 1.0 ? z : z / temperature, targets);
+  }
+  return ChunkedTargetLogprobs::apply(hidden, output_weight, targets, softcap, temperature, chunk_tokens);
+}
+
+at::Tensor token_logprobs(nn::CausalTransformer& model, const at::Tensor& ids, const at::Tensor& positions,
+                          const at::Tensor& segment_ids, std::int64_t chunk_tokens, double temperature) {
+  if (ids.dim() != 2 || ids.size(1) < 2) {
+    dew::fail("token log-probabilities need ids of shape [batch, tokens] with at least 2 tokens, got ", ids.sizes());
+  }
+  auto vocab = model->config().vocab_size;
+  {
+    auto range = at::aminmax(ids);
+    auto lo = std::get<0>(range).item<std::int64_t>(), hi = std::get<1>(range).item<std::int64_t>();
+    if (lo < 0 || hi >= vocab) {
+      dew::fail("token id ", lo < 0 ? lo : hi, " is outside the model's vocabulary [0, ", vocab,
+                "); the text was tokenized with a different tokenizer than the model expects");
+    }
+  }
+  auto B = ids.size(0), S = ids.size(1) - 1;
+  nn::DecoderInputs in{ids.narrow(1, 0, S)};
+  if (positions.defined()) in.positions = positions.narrow(1, 0, S);
+  if (segment_ids.defined()) in.segment_ids = segment_ids.narrow(1, 0, S);
+  auto hidden = model->hidden_states(in);
+  auto logp = target_logprobs(hidden.reshape({B * S, hidden.size(-1)}), model->output_weight(),
+                              ids.narrow(1, 1, S).reshape(-1), model->config().final_logit_softcap, temperature,
+                              chunk_tokens);
+  return logp.reshape({B, S});
+}
+
+at::Tensor sequence_logprobs(const at::Tensor& token_logprobs, const at::Tensor& mask) {
+  if (token_logprobs.sizes() != mask.sizes()) {
+    dew::fail("sequence log-probabilities: the mask's shape ", mask.sizes(), " differs from the log-probabilities' ",
+              token_logprobs.sizes());
+  }
+  // where, not a product: a -inf log-probability outside the completion must not turn the sum into NaN.
+  return at::where(mask != 0, token_logprobs, at::zeros({}, token_logprobs.options())).sum(-1);
+}
+
+}  // namespace dew::objectives
