@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "dew/data/token_files.h"
 #include "test_support.h"
 
@@ -64,6 +66,55 @@ TEST(TokenizeCommand, BadInputExitsOneWithTheReasonAndNoOutput) {
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(dir.path())) left.push_back(e.path().filename().string());
   EXPECT_EQ(left, std::vector<std::string>{"empty.txt"});
+}
+
+// --chat: chat JSONL rendered with the tokenizer's chat template into a chat token directory.
+std::string chat_line(const std::string& question, const std::string& answer) {
+  return "{\"messages\": [{\"role\": \"user\", \"content\": \"" + question +
+         "\"}, {\"role\": \"assistant\", \"content\": \"" + answer + "\"}]}\n";
+}
+
+std::string chat_tokenizer() { return (dew::test::fixtures() / "chat_data" / "tokenizer").string(); }
+
+TEST(TokenizeCommand, ChatWritesAChatTokenDirectoryAndASummary) {
+  TempDir dir;
+  write_text(dir / "chat.jsonl", chat_line("Hi", "Hello.") + "\n" + chat_line("2 + 2?", "4") + chat_line("Sky?", "Blue."));
+  auto r = run_command(dew_cmd("tokenize --chat --input '" + (dir / "chat.jsonl").string() + "' --out '" +
+                               (dir / "chat").string() + "' --tokenizer '" + chat_tokenizer() + "' --val-fraction 0.34"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("3 conversations (2 train + 1 val)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tokenizer tokenizer.json, chat)"), std::string::npos) << r.output;
+  auto meta = dew::data::read_token_meta(dir / "chat");
+  EXPECT_EQ(meta.documents, 3);
+  EXPECT_EQ(read_text(dir / "chat/val.roles").size(), static_cast<std::size_t>(meta.val_tokens));
+  EXPECT_EQ(read_text(dir / "chat/train.offsets").size(), 3u * 8);
+  auto json = nlohmann::json::parse(read_text(dir / "chat/meta.json"));
+  EXPECT_EQ(json["chat"], true);
+  EXPECT_EQ(json["train_conversations"], 2);
+  EXPECT_TRUE(fs::exists(dir / "chat/tokenizer_config.json"));
+}
+
+TEST(TokenizeCommand, ChatRefusesABadLineByNumberAndWritesNothing) {
+  TempDir dir;
+  write_text(dir / "chat.jsonl", chat_line("Hi", "Hello.") + "{\"messages\": [{\"role\": \"bot\", \"content\": \"x\"}]}\n");
+  auto r = run_command(dew_cmd("tokenize --chat --input '" + (dir / "chat.jsonl").string() + "' --out '" +
+                               (dir / "chat").string() + "' --tokenizer '" + chat_tokenizer() + "'"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("dew: error: " + (dir / "chat.jsonl").string() +
+                          ":2: field 'messages[0].role' is \"bot\"; expected system, user, assistant or tool"),
+            std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "chat"));
+  // Packing belongs to the SFT loader; a tokenizer without a chat template cannot render conversations.
+  r = run_command(dew_cmd("tokenize --chat --pack --input '" + (dir / "chat.jsonl").string() + "' --out '" +
+                          (dir / "chat").string() + "' --tokenizer '" + chat_tokenizer() + "'"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--pack does not apply to --chat"), std::string::npos) << r.output;
+  write_text(dir / "ok.jsonl", chat_line("Hi", "Hello."));
+  r = run_command(dew_cmd("tokenize --chat --input '" + (dir / "ok.jsonl").string() + "' --out '" + (dir / "chat").string() +
+                          "' --tokenizer gpt2"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("tokenizer 'gpt2' has no chat template"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "chat"));
 }
 
 }  // namespace
