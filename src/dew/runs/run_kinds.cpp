@@ -1,5 +1,6 @@
 // The table of run kinds (run_kind.h) and opening a run by its kind.
 #include "dew/core/error.h"
+#include "dew/runs/kinds/grpo_kind.h"
 #include "dew/runs/kinds/lm_kind.h"
 #include "dew/runs/run_kind.h"
 
@@ -9,6 +10,7 @@ const std::vector<std::unique_ptr<RunKind>>& run_kinds() {
   static const std::vector<std::unique_ptr<RunKind>> table = [] {
     std::vector<std::unique_ptr<RunKind>> kinds;
     kinds.push_back(make_lm_kind());
+    kinds.push_back(make_grpo_kind());
     return kinds;
   }();
   return table;
