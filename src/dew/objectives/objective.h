@@ -8,6 +8,9 @@
 // on the concatenated batch exactly.
 #include <torch/nn/module.h>
 
+#include <map>
+#include <string>
+
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
@@ -38,6 +41,13 @@ class Objective {
   // The evaluate() statistic that measures what the training loss measures (plotted beside it), or "" when
   // evaluation reports no such thing.
   virtual std::string validation_loss() const { return "loss"; }
+
+  // State beyond the module's parameters that a resumed run needs to continue exactly as an uninterrupted
+  // one (GRPO's cached rollout between its optimisation passes). The trainer saves a non-empty map with
+  // every checkpoint (RUN/<step>/objective.safetensors) and hands it back to load_state() on resume, on the
+  // CPU, as tensors the objective may keep; a checkpoint without the file restores an empty map.
+  virtual std::map<std::string, at::Tensor> state() const { return {}; }
+  virtual void load_state(const std::map<std::string, at::Tensor>& state) { (void)state; }
 };
 
 }  // namespace dew::objectives

@@ -17,13 +17,15 @@ namespace dew::runs {
 template <class Config, class Task>
 class DecoderKind final : public RunKind {
  public:
-  DecoderKind(const char* name, const char* summary, const char* data_help, bool needs_init_from = false)
-      : name_(name), summary_(summary), data_help_(data_help), needs_init_from_(needs_init_from) {}
+  DecoderKind(const char* name, const char* summary, const char* data_help, bool needs_init_from = false,
+              std::vector<KindFlag> flags = {})
+      : name_(name), summary_(summary), data_help_(data_help), needs_init_from_(needs_init_from), flags_(std::move(flags)) {}
 
   const char* name() const override { return name_; }
   const char* summary() const override { return summary_; }
   const char* data_help() const override { return data_help_; }
   bool needs_init_from() const override { return needs_init_from_; }
+  std::vector<KindFlag> flags() const override { return flags_; }
   std::string config_help() const override { return config::describe<Config>(); }
 
   config::Json load_config(const config::Json& stored, const std::optional<std::filesystem::path>& file,
@@ -52,6 +54,7 @@ class DecoderKind final : public RunKind {
  private:
   const char *name_, *summary_, *data_help_;
   bool needs_init_from_;
+  std::vector<KindFlag> flags_;
 };
 
 // The parts of DecoderTask every Task over a typed Config answers the same way.

@@ -21,6 +21,7 @@ namespace {
 constexpr const char* kParams = "params.safetensors";
 constexpr const char* kOptimizer = "optimizer.safetensors";
 constexpr const char* kEma = "ema.safetensors";
+constexpr const char* kObjective = "objective.safetensors";
 constexpr const char* kState = "state.json";
 
 std::optional<std::int64_t> step_of(const std::string& name) {
@@ -117,6 +118,7 @@ fs::path save_checkpoint(const fs::path& run_dir, const CheckpointState& state, 
   formats::save_safetensors(dir.path() / kParams, tensors.params);
   formats::save_safetensors(dir.path() / kOptimizer, tensors.optimizer);
   if (!tensors.ema.empty()) formats::save_safetensors(dir.path() / kEma, tensors.ema);
+  if (!tensors.objective.empty()) formats::save_safetensors(dir.path() / kObjective, tensors.objective);
   write_file_atomic(dir.path() / kState, state_to_json(state).dump(2) + "\n");
   dir.commit();
   return destination;
@@ -200,6 +202,7 @@ Checkpoint::Checkpoint(const fs::path& dir, Unchecked)
       params_(open_required(dir_ / kParams)),
       optimizer_(open_required(dir_ / kOptimizer)) {
   if (fs::exists(dir_ / kEma)) ema_.emplace(open_required(dir_ / kEma));
+  if (fs::exists(dir_ / kObjective)) objective_.emplace(open_required(dir_ / kObjective));
   if (auto name_step = step_of(dir_.filename().string()); name_step && *name_step != state_.step) {
     fail("'", (dir_ / kState).string(), "' says step ", state_.step, " but the directory is named ", *name_step);
   }

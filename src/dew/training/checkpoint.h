@@ -4,6 +4,7 @@
 //   RUN_DIR/20/params.safetensors     the module's parameters (Hugging Face names for decoders)
 //   RUN_DIR/20/optimizer.safetensors  optimizer state ("exp_avg/<param>", ..., "step")
 //   RUN_DIR/20/ema.safetensors        the EMA copy, when the run keeps one
+//   RUN_DIR/20/objective.safetensors  the objective's own state (Objective::state()), when it has any
 //   RUN_DIR/20/state.json             step, data position, seed and RNG state, clocks, last metrics
 //
 // A checkpoint is built under a hidden temporary sibling and renamed into place (AtomicDirectory), so a
@@ -42,6 +43,7 @@ struct CheckpointState {
 
 struct CheckpointTensors {
   std::map<std::string, at::Tensor> params, optimizer, ema;  // ema empty when the run keeps none
+  std::map<std::string, at::Tensor> objective;  // Objective::state(); empty = no file
 };
 
 // Writes RUN_DIR/<step> atomically (replacing an existing directory of that step only once the new one is
@@ -69,6 +71,8 @@ class Checkpoint {
   const formats::SafetensorsFile& params() const { return params_; }
   const formats::SafetensorsFile& optimizer() const { return optimizer_; }
   const formats::SafetensorsFile& ema() const;  // error if the run kept no EMA
+  // The objective's state (objective.safetensors), or nothing when the objective kept none.
+  const std::optional<formats::SafetensorsFile>& objective_state() const { return objective_; }
   // All tensors of one file as CPU views.
   static std::map<std::string, at::Tensor> tensors(const formats::SafetensorsFile& file);
 
@@ -80,7 +84,7 @@ class Checkpoint {
   std::filesystem::path dir_;
   CheckpointState state_;
   formats::SafetensorsFile params_, optimizer_;
-  std::optional<formats::SafetensorsFile> ema_;
+  std::optional<formats::SafetensorsFile> ema_, objective_;
 };
 
 // Loads a checkpoint's weights into `module` for evaluation or generation: the EMA copy when `use_ema` and

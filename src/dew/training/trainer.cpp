@@ -177,6 +177,7 @@ fs::path Trainer::write_checkpoint(std::int64_t step, std::int64_t data_position
   tensors.params = params_;  // what trains: frozen weights (a LoRA run's base) come from where the run started
   tensors.optimizer = optimizer_->state();
   if (ema_->enabled()) tensors.ema = ema_->state();
+  for (const auto& [name, t] : objective_.state()) tensors.objective[name] = t.detach().to(at::kCPU).contiguous();
   auto dir = save_checkpoint(run_dir_, state, tensors);
   prune_checkpoints(run_dir_, config_.keep_checkpoints);
   return dir;
@@ -258,6 +259,14 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
     nn::load_parameters(module, checkpoint->params());
     optimizer_->load_state(Checkpoint::tensors(checkpoint->optimizer()), checkpoint->optimizer().path().string());
     if (ema_->enabled()) ema_->load_state(Checkpoint::tensors(checkpoint->ema()), checkpoint->ema().path().string());
+    {
+      // Copies, not views of the mapped file: the objective keeps them past this checkpoint's lifetime.
+      std::map<std::string, at::Tensor> objective_state;
+      if (const auto& file = checkpoint->objective_state()) {
+        for (const auto& [name, t] : Checkpoint::tensors(*file)) objective_state[name] = t.clone();
+      }
+      objective_.load_state(objective_state);
+    }
     const std::string state_file = (checkpoint->dir() / "state.json").string();
     if (!s.rng_state.empty()) {
       at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the shared generator
