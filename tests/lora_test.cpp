@@ -391,3 +391,18 @@ TEST(Lora, PeftLoadsDewsExport) {
 }
 
 }  // namespace
+
+// AdaptersOff: while it lives the adapted model computes the base's logits bit for bit (the adapter branch
+// is skipped, not zeroed), and afterwards the adapted ones again. DPO's and GRPO's reference in a LoRA run.
+TEST(Lora, AdaptersOffGivesTheBaseExactly) {
+  auto ids = reference_ids();
+  auto base = base_model();
+  auto model = adapted_model();
+  const auto base_logits = logits_of(base, ids), adapted = logits_of(model, ids);
+  ASSERT_GT(max_diff(adapted, base_logits), 100 * fp32_tolerance(base_logits));
+  {
+    dew::nn::AdaptersOff off(model);
+    EXPECT_TRUE(at::equal(logits_of(model, ids), base_logits));
+  }
+  EXPECT_TRUE(at::equal(logits_of(model, ids), adapted));
+}

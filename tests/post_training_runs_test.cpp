@@ -240,3 +240,49 @@ TEST(PostTrainingRuns, BadJsonlLinesAreRefusedBeforeAnythingIsWritten) {
   EXPECT_NE(refused.output.find("rejected"), std::string::npos) << refused.output;
   EXPECT_FALSE(fs::exists(dir.path() / "run"));
 }
+
+// DPO with LoRA takes its reference from the policy's own base (adapters off) instead of a second copy of
+// the model: at step 1 the adapters are zero, so the loss is exactly log 2 again, and training still
+// separates the rewards.
+TEST(PostTrainingRuns, DpoWithLoraUsesItsBaseAsTheReference) {
+  TempDir dir;
+  write_pairs(dir.path() / "pairs.jsonl", 40);
+  dew::runs::DpoRunConfig dpo;
+  tiny_settings(dpo, dir.path() / "pairs.jsonl", 12);
+  dpo.lora.rank = 8;
+  dpo.lora.alpha = 16;
+  dpo.optim.learning_rate = 1e-2;
+  dew::runs::DecoderRun::start(dir.path() / "run", std::make_unique<dew::runs::DpoTask>(dpo))->train(nullptr);
+  auto records = scalars(dir.path() / "run");
+  ASSERT_EQ(records.size(), 12u);
+  EXPECT_NEAR(records.front().scalars.at("loss"), std::log(2.0), 1e-6);
+  EXPECT_NEAR(records.front().scalars.at("rewards/margins"), 0.0, 1e-6);
+  EXPECT_GT(records.back().scalars.at("rewards/margins"), 0.5);
+}
+
+// GRPO with LoRA: the KL reference is the policy's base (adapters off), so the first step's KL is exactly
+// 0; only adapters are checkpointed and the run exports them for peft.
+TEST(PostTrainingRuns, GrpoWithLoraTrainsAdaptersAgainstItsBase) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.path() / "prompts.jsonl");
+    for (int i = 0; i < 12; ++i) out << R"({"prompt": [{"role": "user", "content": "Count to )" << i % 5 + 2 << R"("}], "ground_truth": ")" << i % 5 + 2 << "\"}\n";
+  }
+  const auto run = dir.path() / "grpo";
+  const std::string settings = " --set grpo.max_new_tokens=6 --set grpo.group_size=3 --set grpo.temperature=1"
+                               " --set trainer.batch_size=2 --set trainer.steps=3 --set trainer.log_every=1 --set trainer.peak_flops=1e9"
+                               " --set trainer.device=cpu --set optim.learning_rate=1e-2 --set lora.rank=4 --set grpo.beta=0.1";
+  auto trained = run_command(dew::test::dew_single_threaded("train grpo --data '" + (dir.path() / "prompts.jsonl").string() + "' --out '" +
+                                                            run.string() + "' --init-from '" + tiny_gguf().string() +
+                                                            "' --reward 'regex:[0-9]'" + settings));
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  auto records = scalars(run);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records.front().scalars.at("kl"), 0.0);  // policy == base before the first update, bit for bit
+  EXPECT_TRUE(std::isfinite(records.back().scalars.at("kl")));
+  dew::training::Checkpoint checkpoint(run / "3");
+  for (const auto& name : checkpoint.params().names()) EXPECT_NE(name.find(".lora_"), std::string::npos) << name;
+  auto peft = run_command(dew::test::dew_single_threaded("export '" + run.string() + "' '" + (dir.path() / "peft").string() + "' --format peft"));
+  EXPECT_EQ(peft.status, 0) << peft.output;
+  EXPECT_TRUE(fs::exists(dir.path() / "peft" / "adapter_model.safetensors"));
+}

@@ -15,7 +15,7 @@ LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias, c10::S
 
 at::Tensor LinearImpl::forward(const at::Tensor& x) const {
   auto y = dense(x, weight, bias);
-  if (!lora_A) return y;
+  if (!lora_A || !lora_active) return y;
   auto dropped = lora_dropout > 0.0 && is_training() ? at::dropout(x, lora_dropout, /*train=*/true) : x;
   return y + dense(dense(dropped, lora_A->weight), lora_B->weight) * lora_scale;
 }

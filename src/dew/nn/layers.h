@@ -30,6 +30,7 @@ class LinearImpl : public torch::nn::Module {
   at::Tensor weight, bias;
   std::shared_ptr<LinearImpl> lora_A, lora_B;  // both or neither
   double lora_scale = 0.0, lora_dropout = 0.0;
+  bool lora_active = true;  // false: the adapter is skipped (the base model's output; AdaptersOff in lora.h)
 };
 TORCH_MODULE(Linear);
 

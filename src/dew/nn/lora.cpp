@@ -153,6 +153,19 @@ void remove_lora(CausalTransformer& model) {
 
 bool has_lora(const torch::nn::Module& module) { return !lora_parameters(module).empty(); }
 
+AdaptersOff::AdaptersOff(CausalTransformer& model) {
+  for (auto& [name, linear] : decoder_linears(*model)) {
+    if (linear->lora_A && linear->lora_active) {
+      linear->lora_active = false;
+      adapted_.push_back(linear);
+    }
+  }
+}
+
+AdaptersOff::~AdaptersOff() {
+  for (auto& linear : adapted_) linear->lora_active = true;
+}
+
 std::map<std::string, at::Tensor> lora_parameters(const torch::nn::Module& module) {
   std::map<std::string, at::Tensor> out;
   for (auto& [name, p] : parameter_map(module)) {

@@ -63,6 +63,20 @@ void remove_lora(CausalTransformer& model);
 
 bool has_lora(const torch::nn::Module& module);
 
+// While it lives, the model computes as its base (every adapter skipped), with no copy of the weights: a
+// LoRA run's frozen reference for DPO and GRPO is the policy with its adapters off, as peft's
+// disable_adapter() does.
+class AdaptersOff {
+ public:
+  explicit AdaptersOff(CausalTransformer& model);
+  ~AdaptersOff();
+  AdaptersOff(const AdaptersOff&) = delete;
+  AdaptersOff& operator=(const AdaptersOff&) = delete;
+
+ private:
+  std::vector<std::shared_ptr<LinearImpl>> adapted_;
+};
+
 // The adapter parameters (names ending in .lora_A.weight / .lora_B.weight), keyed as parameter_map keys them.
 std::map<std::string, at::Tensor> lora_parameters(const torch::nn::Module& module);
 

@@ -2,6 +2,7 @@
 
 #include "dew/core/config.h"
 #include "dew/core/error.h"
+#include "dew/nn/lora.h"
 #include "dew/objectives/token_logprobs.h"
 
 namespace dew::objectives {
@@ -11,6 +12,10 @@ DpoObjective::DpoObjective(nn::CausalTransformer policy, nn::CausalTransformer r
     : policy_(std::move(policy)), reference_(std::move(reference)), config_(std::move(config)),
       loss_chunk_tokens_(loss_chunk_tokens) {
   config_.validate();
+  if (!reference_) {
+    if (!nn::has_lora(*policy_)) fail("DPO without a reference model needs a policy with LoRA adapters (the reference is its base)");
+    return;
+  }
   for (auto& p : reference_->parameters()) p.set_requires_grad(false);
   reference_->eval();
 }
@@ -32,9 +37,14 @@ Loss DpoObjective::compute(const data::Batch& batch) {
   at::Tensor reference_logps;
   {
     at::NoGradGuard no_grad;
-    const auto device = ids.device();
-    if (reference_->parameters().front().device() != device) reference_->to(device);
-    reference_logps = sequence_logprobs(token_logprobs(reference_, ids, no_positions, segments, loss_chunk_tokens_), mask);
+    if (reference_) {
+      const auto device = ids.device();
+      if (reference_->parameters().front().device() != device) reference_->to(device);
+      reference_logps = sequence_logprobs(token_logprobs(reference_, ids, no_positions, segments, loss_chunk_tokens_), mask);
+    } else {
+      nn::AdaptersOff base(policy_);  // the frozen base the adapters sit on: the initial model exactly
+      reference_logps = sequence_logprobs(token_logprobs(policy_, ids, no_positions, segments, loss_chunk_tokens_), mask);
+    }
   }
   DpoLogps logps;
   logps.policy_chosen = policy_logps.narrow(0, 0, pairs);

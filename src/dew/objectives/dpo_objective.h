@@ -14,7 +14,8 @@ namespace dew::objectives {
 
 class DpoObjective final : public Objective {
  public:
-  // `reference` is frozen here (no gradients, eval mode) and follows the policy to its device.
+  // `reference` is frozen here (no gradients, eval mode) and follows the policy to its device. A null
+  // reference is the policy itself with its LoRA adapters off (nn::AdaptersOff): no second copy.
   // `loss_chunk_tokens` bounds the logits held at once (0 = all).
   DpoObjective(nn::CausalTransformer policy, nn::CausalTransformer reference, DpoConfig config,
                std::int64_t loss_chunk_tokens);

@@ -7,6 +7,7 @@
 #include "dew/core/config.h"
 #include "dew/core/error.h"
 #include "dew/inference/generate.h"
+#include "dew/nn/lora.h"
 #include "dew/objectives/rewards/reward_spec.h"
 #include "dew/objectives/token_logprobs.h"
 
@@ -88,6 +89,7 @@ GrpoObjective::GrpoObjective(GrpoSetup setup)
     : policy_(std::move(setup.policy)),
       reference_(std::move(setup.reference)),
       load_reference_(std::move(setup.load_reference)),
+      reference_is_base_(setup.reference_is_base),
       tokenizer_(setup.tokenizer),
       stop_ids_(std::move(setup.stop_ids)),
       prompts_(std::move(setup.prompts)),
@@ -97,7 +99,8 @@ GrpoObjective::GrpoObjective(GrpoSetup setup)
   config_.GrpoConfig::validate();  // the reward specs are the kind's to check: the rewards arrive made
   if (config_.loss_chunk_tokens < 0) fail("grpo.loss_chunk_tokens must be >= 0 (0 = all at once), got ", config_.loss_chunk_tokens);
   if (!policy_) fail("GrpoObjective needs a policy model");
-  if (config_.beta > 0 && !reference_ && !load_reference_) fail("grpo.beta = ", config_.beta, " needs a reference model");
+  if (reference_is_base_ && !nn::has_lora(*policy_)) fail("GrpoObjective: a base reference needs a policy with LoRA adapters");
+  if (config_.beta > 0 && !reference_ && !load_reference_ && !reference_is_base_) fail("grpo.beta = ", config_.beta, " needs a reference model");
   if (!tokenizer_) fail("GrpoObjective needs a tokenizer to decode completions");
   if (rewards_.empty()) fail("GrpoObjective needs at least one reward");
   if (prompts_.empty()) fail("GrpoObjective needs prompts");
@@ -221,7 +224,11 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
   out.lengths = lengths;
   out.rewards = scores;
   out.advantages = group_advantages(at::tensor(total, at::kDouble).to(at::kFloat), config_.group_size, config_.scale_rewards).to(device);
-  if (config_.beta > 0) {
+  if (config_.beta > 0 && reference_is_base_) {
+    at::NoGradGuard no_grad;
+    nn::AdaptersOff base(policy_);
+    out.ref_logp = token_logprobs(policy_, out.ids, {}, {}, config_.loss_chunk_tokens, config_.temperature).detach();
+  } else if (config_.beta > 0) {
     place_reference();
     at::NoGradGuard no_grad;
     out.ref_logp = token_logprobs(reference_, out.ids, {}, {}, config_.loss_chunk_tokens, config_.temperature).detach();

@@ -69,6 +69,9 @@ struct GrpoSetup {
   // alone never loads it; neither is needed when config.beta == 0.
   nn::CausalTransformer reference{nullptr};
   std::function<nn::CausalTransformer()> load_reference;
+  // The reference is the policy with its LoRA adapters off (nn::AdaptersOff): the base they train on, with
+  // no second copy of the weights.
+  bool reference_is_base = false;
   const data::Tokenizer* tokenizer = nullptr;  // decodes completions; must outlive the objective
   std::vector<std::int64_t> stop_ids;          // a completion ends after one of these
   std::vector<GrpoPrompt> prompts;             // indexed by the batches' prompt_index
@@ -114,6 +117,7 @@ class GrpoObjective final : public Objective {
 
   nn::CausalTransformer policy_, reference_;
   std::function<nn::CausalTransformer()> load_reference_;
+  bool reference_is_base_ = false;
   const data::Tokenizer* tokenizer_;
   std::vector<std::int64_t> stop_ids_;
   std::vector<GrpoPrompt> prompts_;

@@ -45,6 +45,10 @@ std::string DpoTask::copy_data_tokenizer(const fs::path&) const {
 }
 
 std::unique_ptr<objectives::Objective> DpoTask::objective(nn::CausalTransformer model, const RunContext& run) const {
+  if (config_.lora.enabled() && config_.dpo.reference.empty()) {
+    // The adapters start at zero, so the base they sit on is the initial model: the reference, with no copy.
+    return std::make_unique<objectives::DpoObjective>(std::move(model), nullptr, config_.dpo, config_.loss_chunk_tokens);
+  }
   const std::string reference_path = config_.dpo.reference.empty() ? config_.init.from : config_.dpo.reference;
   LoadedModel reference = load_model_source(reference_path, {.device = "cpu"});
   const auto& a = model->config();

@@ -85,7 +85,9 @@ std::unique_ptr<objectives::Objective> GrpoTask::objective(nn::CausalTransformer
   setup.rewards = objectives::rewards::make_rewards(s.grpo.reward_specs(), s.grpo.reward_cmd);
   setup.config = s.grpo;
   setup.seed = s.trainer.seed;
-  if (s.grpo.beta > 0) {
+  if (s.grpo.beta > 0 && s.lora.enabled() && s.grpo.reference.empty()) {
+    setup.reference_is_base = true;  // the adapters start at zero: their base is the initial model
+  } else if (s.grpo.beta > 0) {
     // The frozen reference: grpo.reference, else the model the run started from (init.from), in the run's
     // parameter dtype like the policy. Loaded at the first rollout, so evaluation never loads it.
     const std::string source = s.grpo.reference.empty() ? s.init.from : s.grpo.reference;
