@@ -8,23 +8,9 @@
 
 namespace dew::data {
 
-Packing pack_documents(const TokenArray& ids, std::int64_t eos_id, std::int64_t row_length) {
-  if (row_length < 1) dew::fail("packed row length ", row_length, " must be at least 1");
-  // Documents, then row-sized pieces of them, in stream order.
+Packing pack_pieces(const std::vector<PackedPiece>& pieces, std::int64_t row_length) {
   Packing packing;
-  std::vector<PackedPiece> pieces;
-  std::int64_t doc_start = 0;
-  const std::int64_t n = ids.size();
-  auto add_document = [&](std::int64_t end) {
-    ++packing.documents;
-    for (std::int64_t s = doc_start; s < end; s += row_length) pieces.push_back({s, std::min(row_length, end - s)});
-    doc_start = end;
-  };
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (ids[i] == eos_id) add_document(i + 1);
-  }
-  if (doc_start < n) add_document(n);
-
+  packing.documents = static_cast<std::int64_t>(pieces.size());
   // First-fit over a max-tree of free space per row (leaves beyond the opened rows are empty rows).
   std::int64_t leaves = 1;
   while (leaves < static_cast<std::int64_t>(pieces.size())) leaves *= 2;
@@ -52,6 +38,28 @@ Packing pack_documents(const TokenArray& ids, std::int64_t eos_id, std::int64_t 
     packing.pieces[static_cast<std::size_t>(fill[static_cast<std::size_t>(piece_row[p])]++)] = pieces[p];
   }
   return packing;
+}
+
+Packing pack_documents(const TokenArray& ids, std::int64_t eos_id, std::int64_t row_length) {
+  if (row_length < 1) dew::fail("packed row length ", row_length, " must be at least 1");
+  // Documents, then row-sized pieces of them, in stream order.
+  Packing packing;
+  std::vector<PackedPiece> pieces;
+  std::int64_t doc_start = 0;
+  const std::int64_t n = ids.size();
+  auto add_document = [&](std::int64_t end) {
+    ++packing.documents;
+    for (std::int64_t s = doc_start; s < end; s += row_length) pieces.push_back({s, std::min(row_length, end - s)});
+    doc_start = end;
+  };
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (ids[i] == eos_id) add_document(i + 1);
+  }
+  if (doc_start < n) add_document(n);
+
+  Packing placed = pack_pieces(pieces, row_length);
+  placed.documents = packing.documents;
+  return placed;
 }
 
 namespace {

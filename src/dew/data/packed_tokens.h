@@ -35,6 +35,10 @@ struct Packing {
   std::int64_t rows() const { return static_cast<std::int64_t>(row_offsets.size()) - 1; }
 };
 
+// Places pieces (each at most row_length ids) first-fit, in order, into rows of `row_length` ids; within a
+// row pieces keep their order. packing.documents = the number of pieces.
+Packing pack_pieces(const std::vector<PackedPiece>& pieces, std::int64_t row_length);
+
 // Splits `ids` at `eos_id` and packs first-fit into rows of `row_length` ids.
 Packing pack_documents(const TokenArray& ids, std::int64_t eos_id, std::int64_t row_length);
 

@@ -13,27 +13,6 @@ namespace {
 
 constexpr auto kAssistant = static_cast<std::uint8_t>(ChatRole::assistant);
 
-// First-fit in order over a max-tree of free space per row, as pack_documents (packed_tokens.cpp) does;
-// returns each piece's row.
-std::vector<std::int64_t> first_fit(const std::vector<PackedPiece>& pieces, std::int64_t row_length, std::int64_t& rows) {
-  std::int64_t leaves = 1;
-  while (leaves < static_cast<std::int64_t>(pieces.size())) leaves *= 2;
-  std::vector<std::int64_t> free(static_cast<std::size_t>(2 * leaves), row_length);
-  std::vector<std::int64_t> piece_row(pieces.size());
-  rows = 0;
-  for (std::size_t p = 0; p < pieces.size(); ++p) {
-    const std::int64_t need = pieces[p].length;
-    std::size_t node = 1;
-    while (node < static_cast<std::size_t>(leaves)) node = free[2 * node] >= need ? 2 * node : 2 * node + 1;
-    const std::int64_t row = static_cast<std::int64_t>(node) - leaves;
-    free[node] -= need;
-    for (std::size_t up = node / 2; up >= 1; up /= 2) free[up] = std::max(free[2 * up], free[2 * up + 1]);
-    piece_row[p] = row;
-    rows = std::max(rows, row + 1);
-  }
-  return piece_row;
-}
-
 }  // namespace
 
 ConversationPacking pack_conversations(const std::vector<std::int64_t>& offsets, std::span<const std::uint8_t> roles,
@@ -60,20 +39,7 @@ ConversationPacking pack_conversations(const std::vector<std::int64_t>& offsets,
     }
     pieces.push_back({start, kept});
   }
-  out.packing.documents = static_cast<std::int64_t>(pieces.size());
-
-  std::int64_t rows = 0;
-  const std::vector<std::int64_t> piece_row = first_fit(pieces, row_length, rows);
-  // Group pieces by row, keeping placement order within a row (a counting sort).
-  Packing& packing = out.packing;
-  packing.row_offsets.assign(static_cast<std::size_t>(rows) + 1, 0);
-  for (auto r : piece_row) ++packing.row_offsets[static_cast<std::size_t>(r) + 1];
-  for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r) packing.row_offsets[r + 1] += packing.row_offsets[r];
-  packing.pieces.resize(pieces.size());
-  std::vector<std::int64_t> fill(packing.row_offsets.begin(), packing.row_offsets.end() - 1);
-  for (std::size_t p = 0; p < pieces.size(); ++p) {
-    packing.pieces[static_cast<std::size_t>(fill[static_cast<std::size_t>(piece_row[p])]++)] = pieces[p];
-  }
+  out.packing = pack_pieces(pieces, row_length);  // one piece per kept conversation
   return out;
 }
 
