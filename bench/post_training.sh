@@ -16,8 +16,8 @@
 #   MODEL       the GGUF (default ~/.cache/dew/models/SmolLM2-135M-Instruct.Q4_1.gguf: scripts/fetch_models.sh)
 #   DEW_CACHE   where venv-bench lives (default ~/.cache/dew; needs torch 2.11, transformers, trl, peft, datasets)
 #
-# Defaults take about 30-40 minutes on 2 busy CPU cores; SFT_STEPS="1 3" DPO_STEPS="1 3" GRPO_STEPS="1 2"
-# ROUNDS=1 about 20.
+# Time: SFT_STEPS="1 3" DPO_STEPS="1 3" GRPO_STEPS="1 2" ROUNDS=1 took 34 minutes on the 2-core dev VM under
+# load ~5 (docs/benchmarks.md); the defaults do about 2.5x the steps, so expect well over an hour there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCHES=${BENCHES:-sft dpo grpo}
