@@ -258,6 +258,10 @@ TEST(PostTrainingRuns, DpoWithLoraUsesItsBaseAsTheReference) {
   EXPECT_NEAR(records.front().scalars.at("loss"), std::log(2.0), 1e-6);
   EXPECT_NEAR(records.front().scalars.at("rewards/margins"), 0.0, 1e-6);
   EXPECT_GT(records.back().scalars.at("rewards/margins"), 0.5);
+  // Evaluation keeps the adapters apart too, so its reference is the base again.
+  auto stats = dew::test::open_decoder_run(dir.path() / "run")->evaluate({});
+  EXPECT_EQ(stats.values().at("loss").count, 4);
+  EXPECT_GT(stats.mean("rewards/margins"), 0.0);
 }
 
 // GRPO with LoRA: the KL reference is the policy's base (adapters off), so the first step's KL is exactly
@@ -282,6 +286,9 @@ TEST(PostTrainingRuns, GrpoWithLoraTrainsAdaptersAgainstItsBase) {
   EXPECT_TRUE(std::isfinite(records.back().scalars.at("kl")));
   dew::training::Checkpoint checkpoint(run / "3");
   for (const auto& name : checkpoint.params().names()) EXPECT_NE(name.find(".lora_"), std::string::npos) << name;
+  auto eval = run_command(dew::test::dew_single_threaded("eval '" + run.string() + "' --json"));
+  ASSERT_EQ(eval.status, 0) << eval.output;
+  EXPECT_GT(nlohmann::json::parse(eval.output)["prompts"].get<double>(), 0);
   auto peft = run_command(dew::test::dew_single_threaded("export '" + run.string() + "' '" + (dir.path() / "peft").string() + "' --format peft"));
   EXPECT_EQ(peft.status, 0) << peft.output;
   EXPECT_TRUE(fs::exists(dir.path() / "peft" / "adapter_model.safetensors"));

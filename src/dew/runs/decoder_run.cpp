@@ -274,7 +274,9 @@ objectives::Statistics DecoderRun::evaluate(const EvalOptions& options, fs::path
     fail("run '", dir().string(), "' has no validation data to evaluate: the ", task_->describe_data(),
          " has no validation split or it is shorter than one row; give the data a larger validation fraction");
   }
-  auto model = load_model(options.live, options.step, options.device, loaded);
+  // A LoRA run is evaluated with its adapters apart, as it trained: DPO's and GRPO's reference is then the
+  // base under them (nn::AdaptersOff), not a second copy.
+  auto model = load_model(options.live, options.step, options.device, loaded, /*merge_adapters=*/false);
   const auto where = model->parameters().front().device();
   auto objective = task_->objective(model, context_);
   return training::evaluate_objective(*objective, *val, sections().trainer.batch_size, options.max_batches, where);

@@ -8,6 +8,7 @@
 #include "dew/data/chat/chat_render.h"
 #include "dew/data/tokenizers/tokenizer_fingerprint.h"
 #include "dew/nn/dtype.h"
+#include "dew/nn/lora.h"
 #include "dew/objectives/dpo_objective.h"
 #include "dew/runs/model_source.h"
 
@@ -45,7 +46,7 @@ std::string DpoTask::copy_data_tokenizer(const fs::path&) const {
 }
 
 std::unique_ptr<objectives::Objective> DpoTask::objective(nn::CausalTransformer model, const RunContext& run) const {
-  if (config_.lora.enabled() && config_.dpo.reference.empty()) {
+  if (config_.lora.enabled() && config_.dpo.reference.empty() && nn::has_lora(*model)) {
     // The adapters start at zero, so the base they sit on is the initial model: the reference, with no copy.
     return std::make_unique<objectives::DpoObjective>(std::move(model), nullptr, config_.dpo, config_.loss_chunk_tokens);
   }

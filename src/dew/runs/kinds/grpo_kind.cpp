@@ -8,6 +8,7 @@
 #include "dew/data/prompt_rows.h"
 #include "dew/data/repeated_batches.h"
 #include "dew/nn/dtype.h"
+#include "dew/nn/lora.h"
 #include "dew/objectives/rewards/reward_spec.h"
 #include "dew/runs/model_source.h"
 #include "dew/runs/tokenizer_source.h"
@@ -85,7 +86,7 @@ std::unique_ptr<objectives::Objective> GrpoTask::objective(nn::CausalTransformer
   setup.rewards = objectives::rewards::make_rewards(s.grpo.reward_specs(), s.grpo.reward_cmd);
   setup.config = s.grpo;
   setup.seed = s.trainer.seed;
-  if (s.grpo.beta > 0 && s.lora.enabled() && s.grpo.reference.empty()) {
+  if (s.grpo.beta > 0 && s.lora.enabled() && s.grpo.reference.empty() && nn::has_lora(*setup.policy)) {
     setup.reference_is_base = true;  // the adapters start at zero: their base is the initial model
   } else if (s.grpo.beta > 0) {
     // The frozen reference: grpo.reference, else the model the run started from (init.from), in the run's
