@@ -29,6 +29,27 @@ struct DecoderSections {
   nn::LoraConfig lora;  // rank 0 = train every weight; else only adapters train (needs init.from)
   training::OptimConfig optim;
   training::TrainerConfig trainer;
+
+  // A kind's fields(): the shared sections around the kind's own, in the order run.json lists them
+  // (init, model, lora, the kind's, optim, trainer), so no kind can leave a shared section out.
+  //   template <class V> void fields(V& v) { visit(v, [&] { v("data", data); v("lm", lm); }); }
+  template <class V, class Own>
+  void visit(V& v, Own own) {
+    v("init", init);
+    v("model", model);
+    v("lora", lora);
+    own();
+    v("optim", optim);
+    v("trainer", trainer);
+  }
+
+  // What post-training kinds (sft, dpo, grpo) start from: TRL's learning rate for the kind, no weight decay,
+  // and no EMA copy (a short fine-tune's EMA would lag far behind; TRL keeps none).
+  void use_post_training_defaults(double learning_rate) {
+    optim.learning_rate = learning_rate;
+    optim.weight_decay = 0.0;
+    trainer.ema_decay = 0;
+  }
 };
 
 }  // namespace dew::runs

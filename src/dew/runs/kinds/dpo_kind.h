@@ -34,21 +34,16 @@ struct DpoRunConfig : DecoderSections {
   std::int64_t loss_chunk_tokens = 0;
 
   DpoRunConfig() {
-    optim.learning_rate = 1e-6;  // TRL's DPO default
-    optim.weight_decay = 0.0;
-    trainer.ema_decay = 0;  // short fine-tunes: an EMA copy would lag far behind (TRL keeps none)
+    use_post_training_defaults(1e-6);  // TRL's DPO learning rate
   }
 
   template <class V>
   void fields(V& v) {
-    v("init", init);
-    v("model", model);
-    v("lora", lora);
-    v("data", data);
-    v("dpo", dpo);
-    v("loss_chunk_tokens", loss_chunk_tokens, "compute logits this many tokens at a time (bounds memory); 0 = all");
-    v("optim", optim);
-    v("trainer", trainer);
+    visit(v, [&] {
+      v("data", data);
+      v("dpo", dpo);
+      v("loss_chunk_tokens", loss_chunk_tokens, "compute logits this many tokens at a time (bounds memory); 0 = all");
+    });
   }
 };
 

@@ -38,20 +38,15 @@ struct GrpoRunConfig : DecoderSections {
   objectives::GrpoObjectiveConfig grpo;
 
   GrpoRunConfig() {
-    optim.learning_rate = 1e-6;  // TRL's GRPO default
-    optim.weight_decay = 0.0;
-    trainer.ema_decay = 0;  // short post-training: an EMA copy would lag far behind (TRL keeps none)
+    use_post_training_defaults(1e-6);  // TRL's GRPO learning rate
   }
 
   template <class V>
   void fields(V& v) {
-    v("init", init);
-    v("model", model);
-    v("lora", lora);
-    v("data", data);
-    v("grpo", grpo);
-    v("optim", optim);
-    v("trainer", trainer);
+    visit(v, [&] {
+      v("data", data);
+      v("grpo", grpo);
+    });
   }
 };
 

@@ -38,13 +38,10 @@ struct LMRunConfig : DecoderSections {
 
   template <class V>
   void fields(V& v) {
-    v("init", init);
-    v("model", model);
-    v("lora", lora);
-    v("data", data);
-    v("lm", lm);
-    v("optim", optim);
-    v("trainer", trainer);
+    visit(v, [&] {
+      v("data", data);
+      v("lm", lm);
+    });
   }
 
   objectives::LMObjectiveConfig objective_config() const { return {.seq_len = data.seq_len, .loss = lm}; }

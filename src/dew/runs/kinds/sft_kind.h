@@ -38,20 +38,15 @@ struct SFTRunConfig : DecoderSections {
   // Fine-tuning defaults: train on assistant tokens, a learning rate for a pretrained model.
   SFTRunConfig() {
     lm.loss_role = 2;  // data::ChatRole::assistant
-    optim.learning_rate = 2e-5;
-    optim.weight_decay = 0.0;
-    trainer.ema_decay = 0;  // short fine-tunes: an EMA copy would lag far behind (TRL keeps none)
+    use_post_training_defaults(2e-5);  // TRL's SFT learning rate
   }
 
   template <class V>
   void fields(V& v) {
-    v("init", init);
-    v("model", model);
-    v("lora", lora);
-    v("data", data);
-    v("lm", lm);
-    v("optim", optim);
-    v("trainer", trainer);
+    visit(v, [&] {
+      v("data", data);
+      v("lm", lm);
+    });
   }
 };
 
