@@ -38,7 +38,7 @@ namespace dew::objectives {
 struct GrpoObjectiveConfig : GrpoConfig {
   std::string reward;      // built-in reward specs, comma-separated ("last_number,regex:^<think>")
   std::string reward_cmd;  // an external program scoring each rollout batch (command_reward.h); "" = none
-  std::int64_t loss_chunk_tokens = 0;  // logits this many tokens at a time (bounds memory); 0 = all
+  std::int64_t loss_chunk_tokens = 1024;  // logits this many tokens at a time (bounds memory); 0 = all
 
   template <class V>
   void fields(V& v) {

@@ -12,7 +12,7 @@ namespace dew::objectives {
 struct LMLossConfig {
   std::int64_t loss_role = -1;          // -1 = every role
   bool token_accuracy = true;
-  std::int64_t loss_chunk_tokens = 0;   // 0 = whole batch at once; N = logits N tokens at a time
+  std::int64_t loss_chunk_tokens = 1024;  // 0 = whole batch at once; N = logits N tokens at a time
 
   template <class V>
   void fields(V& v) {

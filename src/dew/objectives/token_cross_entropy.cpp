@@ -22,24 +22,41 @@ CrossEntropySums sums_of(const at::Tensor& z, const at::Tensor& targets, const a
   return out;
 }
 
+// The loss is a scalar, so its gradients are the incoming scalar times fixed tensors: the forward pass,
+// which has each chunk's logits in hand anyway, computes them there (as Liger's fused linear cross
+// entropy does), and the backward pass only scales them. Logits are computed once per step instead of
+// twice (forward, then again in backward) and never held for the whole batch.
 struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntropy> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
                                                 const at::Tensor& weight, const at::Tensor& targets,
                                                 const at::Tensor& weights, double softcap, std::int64_t chunk,
-                                                bool count_correct) {
+                                                bool count_correct, bool grad_hidden_needed, bool grad_weight_needed) {
     auto N = hidden.size(0);
     auto loss = at::zeros({}, hidden.options().dtype(at::kFloat));
     auto correct = at::zeros({}, hidden.options().dtype(at::kFloat));
+    at::Tensor grad_hidden = grad_hidden_needed ? at::empty_like(hidden) : at::Tensor();
+    at::Tensor grad_weight = grad_weight_needed ? at::zeros(weight.sizes(), weight.options().dtype(at::kFloat)) : at::Tensor();
+    const auto w_compute = weight.to(hidden.scalar_type());
     for (std::int64_t start = 0; start < N; start += chunk) {
       auto n = std::min(chunk, N - start);
-      auto z = logits_fp32(hidden.narrow(0, start, n), weight, softcap);
-      auto sums = sums_of(z, targets.narrow(0, start, n), weights.narrow(0, start, n), count_correct);
-      loss += sums.loss_sum;
-      if (count_correct) correct += sums.correct;
+      auto h = hidden.narrow(0, start, n);
+      auto t = targets.narrow(0, start, n).unsqueeze(1);
+      auto w = weights.narrow(0, start, n);
+      auto z = logits_fp32(h, weight, softcap);
+      if (count_correct) correct += ((z.argmax(-1) == t.squeeze(1)).to(at::kFloat) * w).sum();
+      auto logp = at::log_softmax(z, -1);
+      loss -= (logp.gather(1, t).squeeze(1) * w).sum();
+      if (!grad_hidden_needed && !grad_weight_needed) continue;
+      // d(lse - z_t)/dz = softmax(z) - onehot(t), times each token's weight (softmax reuses logp's memory).
+      auto dz = logp.exp_();
+      dz.scatter_add_(1, t, at::full({n, 1}, -1.0, dz.options()));
+      dz.mul_(w.unsqueeze(1));
+      if (softcap > 0) dz.mul_(1 - (z / softcap).pow(2));  // through cap * tanh(x / cap)
+      if (grad_hidden_needed) grad_hidden.narrow(0, start, n).copy_(at::mm(dz.to(h.scalar_type()), w_compute));
+      if (grad_weight_needed) grad_weight.add_(at::mm(dz.t(), h.to(at::kFloat)));
     }
-    ctx->save_for_backward({hidden, weight, targets, weights});
-    ctx->saved_data["softcap"] = softcap;
-    ctx->saved_data["chunk"] = chunk;
+    ctx->save_for_backward({grad_hidden, grad_weight});
+    ctx->saved_data["weight_dtype"] = weight.scalar_type();
     ctx->mark_non_differentiable({correct});
     return {loss, correct};
   }
@@ -47,29 +64,12 @@ struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntrop
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     auto saved = ctx->get_saved_variables();
-    const auto &hidden = saved[0], &weight = saved[1], &targets = saved[2], &weights = saved[3];
-    double softcap = ctx->saved_data["softcap"].toDouble();
-    std::int64_t chunk = ctx->saved_data["chunk"].toInt();
-    auto g = grad_outputs[0];
-    auto N = hidden.size(0);
-    auto grad_hidden = at::empty_like(hidden);
-    auto grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
-    auto w_compute = weight.to(hidden.scalar_type());
-    for (std::int64_t start = 0; start < N; start += chunk) {
-      auto n = std::min(chunk, N - start);
-      auto h = hidden.narrow(0, start, n);
-      auto z = logits_fp32(h, weight, softcap);
-      // d(lse - z_t)/dz = softmax(z) - onehot(t), scaled by each token's weight and the incoming grad.
-      auto dz = at::softmax(z, -1);
-      auto t = targets.narrow(0, start, n).unsqueeze(1);
-      dz.scatter_add_(1, t, at::full({n, 1}, -1.0, dz.options()));
-      dz.mul_((weights.narrow(0, start, n) * g).unsqueeze(1));
-      if (softcap > 0) dz.mul_(1 - (z / softcap).pow(2));  // through cap * tanh(x / cap)
-      grad_hidden.narrow(0, start, n).copy_(at::mm(dz.to(h.scalar_type()), w_compute));
-      grad_weight.add_(at::mm(dz.t(), h.to(at::kFloat)));
-    }
-    return {grad_hidden, grad_weight.to(weight.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor()};
+    const auto& g = grad_outputs[0];
+    at::Tensor grad_hidden = saved[0].defined() ? saved[0] * g.to(saved[0].scalar_type()) : at::Tensor();
+    at::Tensor grad_weight = saved[1].defined() ? (saved[1] * g).to(ctx->saved_data["weight_dtype"].toScalarType())
+                                                : at::Tensor();
+    return {grad_hidden, grad_weight, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
+            at::Tensor(), at::Tensor()};
   }
 };
 
@@ -81,7 +81,10 @@ CrossEntropySums token_cross_entropy(const at::Tensor& hidden, const at::Tensor&
   if (chunk_tokens <= 0 || chunk_tokens >= hidden.size(0)) {
     return sums_of(logits_fp32(hidden, output_weight, softcap), targets, weights, count_correct);
   }
-  auto out = ChunkedCrossEntropy::apply(hidden, output_weight, targets, weights, softcap, chunk_tokens, count_correct);
+  // Inside forward() grad mode is off, so whether the gradients will be wanted is decided here.
+  const bool grad = at::GradMode::is_enabled();
+  auto out = ChunkedCrossEntropy::apply(hidden, output_weight, targets, weights, softcap, chunk_tokens, count_correct,
+                                        grad && hidden.requires_grad(), grad && output_weight.requires_grad());
   return {out[0], count_correct ? out[1] : at::Tensor()};
 }
 

@@ -2,9 +2,11 @@
 // Weighted next-token cross entropy in fp32, from final hidden states and the output projection.
 //
 // With chunk_tokens > 0 the logits are never materialised for the whole batch: a custom autograd
-// function computes them chunk by chunk in the forward pass and recomputes them in the backward pass,
-// so memory holds one [chunk, vocab] block instead of [tokens, vocab] -- what bounds memory for large
-// vocabularies. Both paths give the same loss and gradients.
+// function computes them chunk by chunk in the forward pass, and with them the gradients (only those
+// of inputs that require grad: a LoRA run's frozen output projection gets none), which backward scales
+// by the incoming scalar. Memory holds one [chunk, vocab] block instead of [tokens, vocab] (three of
+// them, with log_softmax and its gradient) -- what bounds memory for large vocabularies -- at no extra
+// matmul work. Both paths give the same loss and gradients.
 #include <ATen/ATen.h>
 
 namespace dew::objectives {

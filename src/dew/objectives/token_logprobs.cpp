@@ -21,17 +21,41 @@ at::Tensor logprobs_of(const at::Tensor& z, const at::Tensor& targets) {
   return -at::cross_entropy_loss(z, targets, /*weight=*/{}, at::Reduction::None);
 }
 
+// Each token's log-probability depends only on its own row of hidden, so the gradient with respect to
+// that row is the incoming per-token gradient times a fixed row, (onehot - softmax) W / temperature. When
+// the output projection is frozen (LoRA, or a reference pass), the forward pass, which has the chunk's
+// logits in hand, computes those rows and backward only scales them: logits once per step, not twice.
+// A trainable projection's gradient mixes rows by the incoming gradient, so that case keeps the logits'
+// recomputation in backward.
 struct ChunkedTargetLogprobs : public torch::autograd::Function<ChunkedTargetLogprobs> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
-                            const at::Tensor& targets, double softcap, double temperature, std::int64_t chunk) {
+                            const at::Tensor& targets, double softcap, double temperature, std::int64_t chunk,
+                            bool grad_hidden_needed, bool grad_weight_needed) {
     auto N = hidden.size(0);
     auto out = at::empty({N}, hidden.options().dtype(at::kFloat));
+    const bool rows_now = grad_hidden_needed && !grad_weight_needed;
+    at::Tensor grad_rows = rows_now ? at::empty_like(hidden) : at::Tensor();
+    const auto w_compute = weight.to(hidden.scalar_type());
     for (std::int64_t start = 0; start < N; start += chunk) {
       auto n = std::min(chunk, N - start);
-      auto z = capped_logits(hidden.narrow(0, start, n), weight, softcap) / temperature;
-      out.narrow(0, start, n).copy_(logprobs_of(z, targets.narrow(0, start, n)));
+      auto h = hidden.narrow(0, start, n);
+      auto t = targets.narrow(0, start, n).unsqueeze(1);
+      auto capped = capped_logits(h, weight, softcap);
+      auto logp = at::log_softmax(temperature == 1.0 ? capped : capped / temperature, -1);
+      out.narrow(0, start, n).copy_(logp.gather(1, t).squeeze(1));
+      if (!rows_now) continue;
+      auto dz = logp.exp_().neg_();  // onehot(t) - softmax(z), then through the temperature and the cap
+      dz.scatter_add_(1, t, at::ones({n, 1}, dz.options()));
+      if (temperature != 1.0) dz.div_(temperature);
+      if (softcap > 0) dz.mul_(1 - (capped / softcap).pow(2));
+      grad_rows.narrow(0, start, n).copy_(at::mm(dz.to(h.scalar_type()), w_compute));
     }
-    ctx->save_for_backward({hidden, weight, targets});
+    if (rows_now) {
+      ctx->save_for_backward({grad_rows});
+    } else {
+      ctx->save_for_backward({hidden, weight, targets});
+    }
+    ctx->saved_data["rows_now"] = rows_now;
     ctx->saved_data["softcap"] = softcap;
     ctx->saved_data["temperature"] = temperature;
     ctx->saved_data["chunk"] = chunk;
@@ -41,11 +65,16 @@ struct ChunkedTargetLogprobs : public torch::autograd::Function<ChunkedTargetLog
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     auto saved = ctx->get_saved_variables();
+    auto g = grad_outputs[0].to(at::kFloat);
+    const at::Tensor none;
+    if (ctx->saved_data["rows_now"].toBool()) {
+      const auto& rows = saved[0];
+      return {rows * g.unsqueeze(1).to(rows.scalar_type()), none, none, none, none, none, none, none};
+    }
     const auto &hidden = saved[0], &weight = saved[1], &targets = saved[2];
     double softcap = ctx->saved_data["softcap"].toDouble();
     double temperature = ctx->saved_data["temperature"].toDouble();
     std::int64_t chunk = ctx->saved_data["chunk"].toInt();
-    auto g = grad_outputs[0].to(at::kFloat);
     auto N = hidden.size(0);
     auto grad_hidden = at::empty_like(hidden);
     auto grad_weight = at::zeros(weight.sizes(), weight.options().dtype(at::kFloat));
@@ -63,7 +92,7 @@ struct ChunkedTargetLogprobs : public torch::autograd::Function<ChunkedTargetLog
       grad_hidden.narrow(0, start, n).copy_(at::mm(dz.to(h.scalar_type()), w_compute));
       grad_weight.add_(at::mm(dz.t(), h.to(at::kFloat)));
     }
-    return {grad_hidden, grad_weight.to(weight.scalar_type()), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_hidden, grad_weight.to(weight.scalar_type()), none, none, none, none, none, none};
   }
 };
 
@@ -78,7 +107,10 @@ at::Tensor target_logprobs(const at::Tensor& hidden, const at::Tensor& output_we
     auto z = capped_logits(hidden, output_weight, softcap);
     return logprobs_of(temperature == 1.0 ? z : z / temperature, targets);
   }
-  return ChunkedTargetLogprobs::apply(hidden, output_weight, targets, softcap, temperature, chunk_tokens);
+  // Inside forward() grad mode is off, so whether the gradients will be wanted is decided here.
+  const bool grad = at::GradMode::is_enabled();
+  return ChunkedTargetLogprobs::apply(hidden, output_weight, targets, softcap, temperature, chunk_tokens,
+                                      grad && hidden.requires_grad(), grad && output_weight.requires_grad());
 }
 
 at::Tensor token_logprobs(nn::CausalTransformer& model, const at::Tensor& ids, const at::Tensor& positions,

@@ -3,9 +3,11 @@
 // (sequence log-probabilities of chosen and rejected completions) and GRPO (per-token policy, behaviour and
 // reference log-probabilities) are built on.
 //
-// With chunk_tokens > 0 a custom autograd function computes the logits chunk by chunk in the forward pass
-// and recomputes them in the backward pass (as token_cross_entropy does), so memory holds one
-// [chunk, vocab] block instead of [tokens, vocab]. Both paths give the same values and gradients.
+// With chunk_tokens > 0 a custom autograd function computes the logits chunk by chunk in the forward pass,
+// so memory holds one [chunk, vocab] block instead of [tokens, vocab]. With a frozen output projection
+// (LoRA, reference passes) the forward pass also computes the hidden states' gradient rows, and backward
+// only scales them; a trainable projection has its logits recomputed in backward. Both paths give the
+// same values and gradients.
 #include <cstdint>
 
 #include <ATen/ATen.h>

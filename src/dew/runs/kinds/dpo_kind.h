@@ -31,7 +31,7 @@ struct DpoDataConfig {
 struct DpoRunConfig : DecoderSections {
   DpoDataConfig data;
   objectives::DpoConfig dpo;
-  std::int64_t loss_chunk_tokens = 0;
+  std::int64_t loss_chunk_tokens = 1024;
 
   DpoRunConfig() {
     use_post_training_defaults(1e-6);  // TRL's DPO learning rate
