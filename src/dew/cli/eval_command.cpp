@@ -16,7 +16,8 @@ namespace dew::cli {
 namespace {
 struct EvalFlags {
   std::string run_dir, device;
-  std::optional<std::int64_t> step;
+  std::optional<std::int64_t> step, samples, sample_steps;
+  std::uint64_t seed = 0;
   std::int64_t batches = 0;
   bool live = false, json = false;
 };
@@ -30,15 +31,22 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--batches", flags->batches, "evaluate only the first N batches (default 0: the whole split)");
   cmd->add_option("--device", flags->device, "cpu, cuda, cuda:N (default: the run's trainer.device)");
   cmd->add_flag("--live", flags->live, "use the live weights instead of the EMA copy");
+  cmd->add_option("--samples", flags->samples,
+                  "diffusion: images drawn for frechet_distance and class_accuracy (default 500; 0 = skip them)");
+  cmd->add_option("--sample-steps", flags->sample_steps, "diffusion: solver steps for those images (default: the run's sample.steps)");
+  cmd->add_option("--seed", flags->seed, "diffusion: noise seed for those images (default 0)");
   cmd->add_flag("--json", flags->json, "print one JSON object instead of text");
 
   cmd->callback([flags] {
     if (flags->batches < 0) fail("--batches must be >= 0 (0 = the whole split), got ", flags->batches);
+    if (flags->samples && *flags->samples < 0) fail("--samples must be >= 0 (0 = none), got ", *flags->samples);
+    if (flags->sample_steps && *flags->sample_steps < 1) fail("--sample-steps must be >= 1, got ", *flags->sample_steps);
     exit_on_interrupt();  // reads only: Ctrl-C ends it at once
     use_available_threads();
     auto run = runs::open_run(flags->run_dir);
     std::filesystem::path checkpoint;
-    auto stats = run->evaluate({.live = flags->live, .step = flags->step, .max_batches = flags->batches, .device = flags->device},
+    auto stats = run->evaluate({.live = flags->live, .step = flags->step, .max_batches = flags->batches, .device = flags->device,
+                                .samples = flags->samples, .sample_steps = flags->sample_steps, .seed = flags->seed},
                                &checkpoint);
     auto summary = stats.summary();
     const bool ema = !flags->live && run->trainer_config().ema_decay > 0;

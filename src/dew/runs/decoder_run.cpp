@@ -73,21 +73,6 @@ void check_data_tokenizer(const fs::path& run_dir, const RunFile& file, const De
        run_copy, "' ...) or point data.path at the data the run was trained on");
 }
 
-// The value at a dotted path ("model.num_layers") as JSON text, or "(absent)".
-std::string value_at(const config::Json& root, const std::string& dotted) {
-  const config::Json* at = &root;
-  std::size_t start = 0;
-  while (start <= dotted.size()) {
-    auto end = dotted.find('.', start);
-    auto key = dotted.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!at->is_object() || !at->contains(key)) return "(absent)";
-    at = &(*at)[key];
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return at->dump();
-}
-
 // A fresh fine-tuning run takes the architecture from the model it starts from; only the compute and
 // storage dtypes stay the run's choice. A model field the user set (it differs from the default) to a
 // value other than the init model's would be silently ignored, so it is refused. A field set to its
@@ -149,14 +134,7 @@ std::unique_ptr<DecoderRun> DecoderRun::start(const fs::path& run_dir, std::uniq
     }
     check_data_tokenizer(run_dir, stored, *task, task->data_tokenizer_sha256());
     // Everything but trainer.* rebuilds the model, data order and optimizer the checkpoints were made with.
-    config::Json a = task->canonical_config(stored.config, run_file_path(run_dir).string()), b = task->config_json();
-    a.erase("trainer");
-    b.erase("trainer");
-    if (auto field = first_difference(a, b)) {
-      fail("'", run_dir.string(), "' already holds a run with ", *field, " = ", value_at(a, *field), "; this command asks for ",
-           value_at(b, *field), ". A resumed run can change only trainer.* (e.g. --set trainer.steps=N); "
-           "start a new run in another --out directory to change the rest (nothing was written)");
-    }
+    check_resume_config(run_dir, task->canonical_config(stored.config, run_file_path(run_dir).string()), task->config_json());
     stored.config = task->config_json();
     write_run_file(run_dir, stored);
     return std::unique_ptr<DecoderRun>(new DecoderRun(run_dir, std::move(task), stored.tokenizer, /*resumed=*/true));

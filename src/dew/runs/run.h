@@ -19,6 +19,10 @@ struct EvalOptions {
   std::optional<std::int64_t> step;  // this checkpoint instead of the newest
   std::int64_t max_batches = 0;      // 0 = the whole validation split
   std::string device;                // "" = the run's trainer.device
+  // Kinds that judge what they generate (a diffusion run's sample quality):
+  std::optional<std::int64_t> samples;       // how many to draw (unset = the kind's default, 0 = none)
+  std::optional<std::int64_t> sample_steps;  // solver steps (unset = the run's own setting)
+  std::uint64_t seed = 0;                    // their noise seed
 };
 
 class Run {

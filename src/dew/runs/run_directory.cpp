@@ -114,4 +114,34 @@ std::optional<std::string> first_difference(const config::Json& a, const config:
   return prefix.empty() ? std::string("(the whole config)") : prefix;
 }
 
+namespace {
+
+// The value at a dotted path ("model.num_layers") as JSON text, or "(absent)".
+std::string value_at(const config::Json& root, const std::string& dotted) {
+  const config::Json* at = &root;
+  std::size_t start = 0;
+  while (start <= dotted.size()) {
+    auto end = dotted.find('.', start);
+    auto key = dotted.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!at->is_object() || !at->contains(key)) return "(absent)";
+    at = &(*at)[key];
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return at->dump();
+}
+
+}  // namespace
+
+void check_resume_config(const fs::path& run_dir, config::Json stored, config::Json asked) {
+  stored.erase("trainer");
+  asked.erase("trainer");
+  if (auto field = first_difference(stored, asked)) {
+    fail("'", run_dir.string(), "' already holds a run with ", *field, " = ", value_at(stored, *field),
+         "; this command asks for ", value_at(asked, *field),
+         ". A resumed run can change only trainer.* (e.g. --set trainer.steps=N); "
+         "start a new run in another --out directory to change the rest (nothing was written)");
+  }
+}
+
 }  // namespace dew::runs

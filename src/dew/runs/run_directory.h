@@ -62,4 +62,9 @@ class FreshRunUndo {
 std::optional<std::string> first_difference(const config::Json& a, const config::Json& b,
                                             const std::string& prefix = "");
 
+// A resumed run rebuilds the model, data order and optimizer its checkpoints were made with, so only
+// trainer.* may differ between the `stored` config (run.json's, in canonical form) and the `asked` one.
+// Refuses the first other difference, naming the field, both values and what to do.
+void check_resume_config(const std::filesystem::path& run_dir, config::Json stored, config::Json asked);
+
 }  // namespace dew::runs

@@ -349,6 +349,13 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
         auto summary = evaluate(*val).summary();
         result.validation = summary;
         for (const auto& [name, v] : summary) scalars["val/" + name] = v;
+        if (on_eval_) {
+          EmaScope scope(ema_.get());
+          at::NoGradGuard no_grad;
+          module.eval();
+          on_eval_(step);
+          module.train();
+        }
       }
       tracker.log(step, scalars);
       say(log_line(step, config_.steps, scalars));

@@ -65,6 +65,10 @@ class Trainer {
   // Called after every completed step with that step's scalars (before logging and checkpointing).
   using StepCallback = std::function<void(std::int64_t step, const std::map<std::string, double>& scalars)>;
   void set_step_callback(StepCallback callback) { on_step_ = std::move(callback); }
+  // Called after every evaluation with that step, while the module holds the weights evaluation used (the
+  // EMA copy when the run keeps one): a diffusion run draws its preview grid here.
+  using EvalCallback = std::function<void(std::int64_t step)>;
+  void set_eval_callback(EvalCallback callback) { on_eval_ = std::move(callback); }
 
   // A fresh run (no checkpoint in run_dir) normally starts with objective.init(seed); after this call it
   // trains the parameters the module holds now instead (pretrained weights, fine-tuning).
@@ -88,6 +92,7 @@ class Trainer {
   c10::Device device_;
   std::FILE* out_ = stdout;
   StepCallback on_step_;
+  EvalCallback on_eval_;
   bool init_on_fresh_run_ = true;
   std::map<std::string, at::Tensor> params_;
   std::unique_ptr<Optimizer> optimizer_;
