@@ -1,5 +1,7 @@
 // The table of run kinds (run_kind.h) and opening a run by its kind.
 #include "dew/core/error.h"
+#include "dew/runs/kinds/classifier_kind.h"
+#include "dew/runs/kinds/diffusion_kind.h"
 #include "dew/runs/kinds/dpo_kind.h"
 #include "dew/runs/kinds/grpo_kind.h"
 #include "dew/runs/kinds/lm_kind.h"
@@ -15,6 +17,8 @@ const std::vector<std::unique_ptr<RunKind>>& run_kinds() {
     kinds.push_back(make_sft_kind());
     kinds.push_back(make_dpo_kind());
     kinds.push_back(make_grpo_kind());
+    kinds.push_back(make_diffusion_kind());
+    kinds.push_back(make_classifier_kind());
     return kinds;
   }();
   return table;
