@@ -12,9 +12,9 @@ namespace dew::runs {
 
 DiffusionRunConfig::DiffusionRunConfig() {
   model.kind = "dit";
-  model.patch_size = 2;
+  model.patch_size = 4;
   model.dim = 128;
-  model.depth = 4;
+  model.depth = 6;
   model.heads = 4;
   diffusion.process = "flow";
   sample.solver = "euler";
@@ -23,10 +23,10 @@ DiffusionRunConfig::DiffusionRunConfig() {
   optim.learning_rate = 3e-4;
   optim.warmup_steps = 200;
   optim.weight_decay = 0.0;
-  trainer.steps = 3000;
+  trainer.steps = 2000;
   trainer.batch_size = 64;
   trainer.eval_every = 500;
-  trainer.eval_batches = 16;
+  trainer.eval_batches = 8;
   trainer.ema_decay = 0.999;
 }
 
