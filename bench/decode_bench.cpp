@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_support.h"
 #include "dew/core/error.h"
 #include "dew/inference/generate.h"
 #include "dew/interop/gguf_model.h"
@@ -26,13 +27,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using dew::bench::median;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

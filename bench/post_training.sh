@@ -20,6 +20,7 @@
 # load ~5 (docs/benchmarks.md); the defaults do about 2.5x the steps, so expect well over an hour there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 BENCHES=${BENCHES:-sft dpo grpo}
 ROUNDS=${ROUNDS:-2}
 THREADS=${THREADS:-$(nproc)}
@@ -51,29 +52,11 @@ trap 'rm -rf "$work"' EXIT
 "$PY" $PEERS data "$work/data"
 PAIR_IDS=$("$PY" $PEERS pair-tokens "$work/hf" "$work/data")
 
-# The busy share of all cores over one second, in percent (from /proc/stat).
-busy_percent() {
-  local a b
-  a=($(head -n1 /proc/stat)); sleep 1; b=($(head -n1 /proc/stat))
-  local total=0 idle i
-  for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
-  idle=$((b[4] - a[4] + b[5] - a[5]))
-  echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
-}
-# Waits (up to QUIET_WAIT seconds) for the machine to be idle (< 10% busy) before a run.
-wait_quiet() {
-  local waited=0 busy
-  while busy=$(busy_percent); [ "$busy" -ge 10 ] && [ "$waited" -lt "${QUIET_WAIT:-60}" ]; do
-    waited=$((waited + 1))
-  done
-  echo "$busy"
-}
-
 out=$work/results.jsonl
 run_one() {  # impl bench round
   local impl=$1 bench=$2 round=$3 busy line steps
   steps=(${STEPS[$bench]})
-  busy=$(wait_quiet)
+  busy=$(wait_quiet "${QUIET_WAIT:-60}")
   local load=$(cut -d' ' -f1 /proc/loadavg)
   if ! line=$("$PY" $PEERS "$impl" "$bench" --bin "$DEW" --model "$work/hf" --data "$work/data" \
               --warmup "${steps[0]}" --steps "${steps[1]}" --threads "$THREADS" 2>"$work/$impl-$bench.log" | tail -n1); then

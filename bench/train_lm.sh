@@ -27,69 +27,20 @@ THREADS=${THREADS:-2}
 PEERS=${PEERS:-pytorch dewml}
 DEW_CACHE=${DEW_CACHE:-$HOME/.cache/dew}
 VENV=$DEW_CACHE/venv-bench
-BENCH=$BIN_DIR/train_lm_bench
-
-if [ ! -x "$BENCH" ]; then
-  if [ -f "$BIN_DIR/../build.ninja" ]; then
-    ninja -C "$BIN_DIR/.." train_lm_bench >/dev/null
-  else
-    echo "train_lm_bench: not found in $BIN_DIR (build it: bash scripts/build.sh, or set BIN_DIR)" >&2
-    exit 1
-  fi
-fi
-
-# The peers' Python: dewml 0.1.0 needs Python >= 3.12, so prefer one when the machine has it.
-if [ ! -x "$VENV/bin/python" ]; then
-  PY=""
-  for candidate in python3.13 python3.12 "$HOME"/.pyenv/versions/3.1[23]*/bin/python3; do
-    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null; then
-      PY=$(command -v "$candidate"); break
-    fi
-  done
-  "${PY:-python3}" -m venv "$VENV"
-fi
-if ! "$VENV/bin/python" -c 'import torch, numpy' 2>/dev/null; then
-  "$VENV/bin/python" -m pip install -q torch==2.11.0 numpy
-fi
+source bench/lib.sh
+BENCH=$(bench_binary "$BIN_DIR" train_lm_bench)
+bench_venv "$VENV" torch==2.11.0 numpy
 DEWML_REASON=""
 if [[ " $PEERS " == *" dewml "* ]]; then
-  if ! "$VENV/bin/python" -c 'import dew' 2>/dev/null; then
-    "$VENV/bin/python" -m pip install -q dewml >"$DEW_CACHE/dewml-install.log" 2>&1 || true
-  fi
-  DEWML_REASON=$("$VENV/bin/python" tools/bench/train_lm_peers.py probe-dewml |
-                 "$VENV/bin/python" -c 'import json,sys; r=json.load(sys.stdin); print(r["reason"] or "")')
-  if [ -z "$DEWML_REASON" ] && ! "$VENV/bin/python" -c 'import dew' 2>/dev/null; then
-    DEWML_REASON="pip install dewml failed, see $DEW_CACHE/dewml-install.log"
-  fi
-  if [ -n "$DEWML_REASON" ]; then
-    echo "dewml: not installable here ($DEWML_REASON)"
-  fi
+  DEWML_REASON=$(dewml_reason "$VENV" tools/bench/train_lm_peers.py)
+  [ -n "$DEWML_REASON" ] && echo "dewml: not installable here ($DEWML_REASON)"
 fi
-
-# The busy share of all cores over one second, in percent (from /proc/stat).
-busy_percent() {
-  local a b
-  a=($(head -n1 /proc/stat)); sleep 1; b=($(head -n1 /proc/stat))
-  local total=0 idle i
-  for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
-  idle=$((b[4] - a[4] + b[5] - a[5]))
-  echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
-}
-# Waits (up to QUIET_WAIT seconds, default 120) for the machine to be idle (< 10% busy) before a run: on a
-# shared machine another process's burst slows a 2-thread OpenMP run by far more than its share.
-wait_quiet() {
-  local waited=0 busy
-  while busy=$(busy_percent); [ "$busy" -ge 10 ] && [ "$waited" -lt "${QUIET_WAIT:-120}" ]; do
-    waited=$((waited + 1))
-  done
-  echo "$busy"
-}
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 run_one() {  # impl threads round
   local impl=$1 threads=$2 round=$3 line busy
-  busy=$(wait_quiet)
+  busy=$(wait_quiet "${QUIET_WAIT:-120}")
   case $impl in
     dew) line=$("$BENCH" --threads "$threads" "${EXTRA[@]}") ;;
     pytorch) line=$("$VENV/bin/python" tools/bench/train_lm_peers.py torch --threads "$threads" "${EXTRA[@]}") ;;

@@ -13,8 +13,6 @@
 // instead drives the same pieces the Trainer calls by hand and prints the median time of each phase;
 // --trace FILE adds one step under LibTorch's (legacy) profiler and writes its Chrome trace to FILE.
 // --threads 0 leaves LibTorch's default intra-op thread count.
-#include <sys/resource.h>
-
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
@@ -33,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_support.h"
 #include "dew/core/error.h"
 #include "dew/data/batch_source.h"
 #include "dew/nn/causal_transformer.h"
@@ -48,7 +47,9 @@
 
 namespace {
 
-namespace fs = std::filesystem;
+using dew::bench::current_rss_mib;
+using dew::bench::median;
+using dew::bench::peak_rss_mib;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -82,26 +83,6 @@ class RandomRows final : public dew::data::BatchSource {
   std::vector<at::Tensor> pool_;
   std::int64_t position_ = 0;
 };
-
-double current_rss_mib() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
-}
-
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const auto n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -175,7 +156,6 @@ dew::training::OptimConfig optim_config() {
   return optim;
 }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // The Trainer's step by hand (see Trainer::train_step), timed per phase. The phases are separated by
 // synchronous CPU work, so each time is that phase's own.
@@ -285,27 +265,9 @@ int main(int argc, char** argv) {
       trainer.peak_flops = peak;
       trainer.flops_per_token = flops_per_token;
 
-      char dir_template[] = "/tmp/dew-train-bench-XXXXXX";
-      if (!mkdtemp(dir_template)) throw std::runtime_error("cannot create a temporary run directory");
-      const fs::path run_dir = dir_template;
-
-      std::vector<double> step_seconds, losses;
-      auto last = Clock::now();
-      {
-        dew::training::Trainer t(objective, optim_config(), trainer, run_dir);
-        t.set_output(nullptr);
-        t.set_step_callback([&](std::int64_t step, const std::map<std::string, double>& scalars) {
-          const double dt = seconds_since(last);
-          last = Clock::now();
-          if (step > o.warmup) step_seconds.push_back(dt);  // step 1's interval includes fit()'s set-up
-          losses.push_back(scalars.at("loss"));
-        });
-        last = Clock::now();
-        t.fit(rows);
-      }
-      std::error_code ignored;
-      fs::remove_all(run_dir, ignored);
-
+      const auto times = dew::bench::time_trainer(objective, optim_config(), trainer, rows, o.warmup);
+      const auto& step_seconds = times.step_seconds;
+      const auto& losses = times.losses;
       const double step_s = median(step_seconds);
       out["mode"] = "trainer";
       out["steps_measured"] = step_seconds.size();

@@ -115,6 +115,45 @@ TEST(ImageRuns, DiffusionTrainsPreviewsResumesExactlyAndSamplesDeterministically
   EXPECT_EQ(j.at("images").get<double>(), 16.0);  // dew eval reads the whole t10k split (trainer.eval_batches is training's)
 }
 
+// The other network and processes through the same commands: a UNet on the VP (DDPM) process, which must
+// learn (a fresh UNet's zero output predicts eps = 0, loss E[eps^2] = 1; 40 steps on four bright quadrants
+// bring the validation loss well below), and a DiT on EDM, sampled with solvers of both families.
+TEST(ImageRuns, UNetOnVpLearnsAndDiTOnEdmSamples) {
+  Data data;
+  TempDir runs;
+  const std::string common = " --data " + data.dir.path().string() +
+                             " --set trainer.batch_size=16 --set trainer.eval_every=0 --set trainer.device=cpu --set trainer.peak_flops=1"
+                             " --set optim.warmup_steps=0 --set preview.per_class=0";
+  auto unet = dew_run("train diffusion --out " + (runs / "unet").string() + common +
+                      " --set model.kind=unet --set model.base_channels=8 --set model.channel_mult=[1,2]"
+                      " --set model.attention_resolutions=[4] --set model.head_channels=8 --set model.groups=4"
+                      " --set diffusion.process=vp --set trainer.steps=40 --set optim.learning_rate=2e-3");
+  ASSERT_EQ(unet.status, 0) << unet.output;
+  auto unet_eval = dew_run("eval " + (runs / "unet").string() + " --json --samples 0");
+  ASSERT_EQ(unet_eval.status, 0) << unet_eval.output;
+  const double unet_loss = nlohmann::json::parse(unet_eval.output.substr(unet_eval.output.find('{'))).at("val_loss").get<double>();
+  EXPECT_LT(unet_loss, 0.8) << unet_eval.output;
+  for (const std::string solver : {"ddpm", "pndm", "dpmpp_2m"}) {
+    auto s = dew_run("sample " + (runs / "unet").string() + " --out " + (runs / (solver + ".png")).string() +
+                     " --n 1 --steps 4 --solver " + solver);
+    EXPECT_EQ(s.status, 0) << solver << ": " << s.output;
+  }
+
+  auto edm = dew_run("train diffusion --out " + (runs / "edm").string() + common +
+                     " --set model.dim=32 --set model.depth=1 --set model.heads=2 --set model.patch_size=2"
+                     " --set diffusion.process=edm --set trainer.steps=3");
+  ASSERT_EQ(edm.status, 0) << edm.output;
+  for (const std::string solver : {"heun", "euler_ancestral", "unipc"}) {
+    auto s = dew_run("sample " + (runs / "edm").string() + " --out " + (runs / ("edm-" + solver + ".png")).string() +
+                     " --n 1 --steps 4 --solver " + solver);
+    EXPECT_EQ(s.status, 0) << solver << ": " << s.output;
+    EXPECT_TRUE(fs::exists(runs / ("edm-" + solver + ".png")));
+  }
+  auto pndm = dew_run("sample " + (runs / "edm").string() + " --out " + (runs / "no.png").string() + " --solver pndm");
+  EXPECT_NE(pndm.status, 0);  // pndm is written for vp's discrete schedule only
+  EXPECT_NE(pndm.output.find("pndm"), std::string::npos) << pndm.output;
+}
+
 TEST(ImageRuns, ClassifierLearnsTheQuadrantsAndRefusesToSample) {
   Data data;
   TempDir runs;

@@ -80,11 +80,11 @@ TEST(Ema, AveragesInFp32AndSwapsForEvaluation) {
   auto p = at::zeros({2}, at::kBFloat16);
   Ema ema(0.5, {{"p", p}});
   p.fill_(2.0);
-  ema.update();  // 0.5 * 0 + 0.5 * 2
+  ema.update(0);  // 0.5 * 0 + 0.5 * 2
   EXPECT_EQ(ema.state().at("p").scalar_type(), at::kFloat);
   EXPECT_FLOAT_EQ(ema.state().at("p")[0].item<float>(), 1.0f);
   p.fill_(4.0);
-  ema.update();  // 0.5 * 1 + 0.5 * 4
+  ema.update(1);  // 0.5 * 1 + 0.5 * 4
   EXPECT_FLOAT_EQ(ema.state().at("p")[0].item<float>(), 2.5f);
   {
     EmaScope scope(&ema);
@@ -97,6 +97,18 @@ TEST(Ema, AveragesInFp32AndSwapsForEvaluation) {
   EXPECT_TRUE(off.state().empty());
   EXPECT_THROW(Ema(1.0, {{"p", p}}), dew::Error);
   EXPECT_THROW(ema.load_state({{"p", at::zeros({3})}}, "ema.safetensors"), dew::Error);
+}
+
+TEST(Ema, WarmupRampsTheDecayUpToItsValue) {
+  auto p = at::zeros({1});
+  Ema ema(0.999, {{"p", p}}, /*warmup=*/true);
+  EXPECT_DOUBLE_EQ(ema.decay_at(0), 0.1);            // (1 + 0) / (10 + 0)
+  EXPECT_DOUBLE_EQ(ema.decay_at(90), 91.0 / 100.0);
+  EXPECT_DOUBLE_EQ(ema.decay_at(100000), 0.999);     // capped
+  p.fill_(10.0);
+  ema.update(0);  // 0.1 * 0 + 0.9 * 10
+  EXPECT_FLOAT_EQ(ema.state().at("p")[0].item<float>(), 9.0f);
+  EXPECT_DOUBLE_EQ(Ema(0.999, {{"p", p}}).decay_at(0), 0.999);  // no warmup: constant
 }
 
 }  // namespace

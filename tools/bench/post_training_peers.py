@@ -40,11 +40,9 @@ import sys
 import tempfile
 import time
 
+from peer_support import peak_rss_mib
+
 LORA_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-def peak_rss_mib(who=resource.RUSAGE_SELF) -> float:
-    return resource.getrusage(who).ru_maxrss / 1024  # KiB on Linux
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -16,10 +16,11 @@ import argparse
 import json
 import math
 import os
-import resource
 import statistics
 import sys
 import time
+
+from peer_support import DewmlStepClock, current_rss_mib, limit_jax_threads, peak_rss_mib, probe_dewml
 
 
 def parse(argv):
@@ -46,15 +47,6 @@ def parse(argv):
     a.kv_heads = a.kv_heads or a.heads
     a.max_seq_len = a.max_seq_len or max(256, a.seq)
     return a
-
-
-def current_rss_mib() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def cosine_lr(step: int, total: int, peak: float = 3e-4, final_fraction: float = 0.1) -> float:
@@ -215,29 +207,6 @@ def run_torch(a) -> dict:
 # dewml (JAX), through its own CausalTransformer, LMObjective and Trainer
 # ----------------------------------------------------------------------------------------------------
 
-def limit_jax_threads(threads: int) -> None:
-    """XLA's CPU client sizes its pools from the CPUs this process may run on; pin it before import."""
-    if threads > 0:
-        cpus = sorted(os.sched_getaffinity(0))[:threads]
-        os.sched_setaffinity(0, cpus)
-        if threads == 1:
-            os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                       " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
-
-
-def probe_dewml() -> str | None:
-    """None when dewml imports here; else why not."""
-    if sys.version_info < (3, 12):
-        return f"dewml 0.1.0 requires Python >= 3.12, this is {sys.version.split()[0]}"
-    try:
-        import dew  # noqa: F401  (dewml's import name)
-        from dew import Trainer  # noqa: F401
-        from dew.nn.backbones.causal_transformer import CausalTransformer  # noqa: F401
-    except Exception as e:  # noqa: BLE001 - the reason is the report
-        return f"import failed: {type(e).__name__}: {e}"
-    return None
-
-
 def run_dewml(a) -> dict:
     limit_jax_threads(a.threads)
     base_rss = current_rss_mib()
@@ -267,32 +236,7 @@ def run_dewml(a) -> dict:
     pool = [{"text": rng.integers(0, a.vocab, (a.batch, a.seq + 1), dtype=np.int32)} for _ in range(4)]
     data = Dataset(train=lambda partition: itertools.cycle(pool), val=None, records=a.batch * len(pool), batch=a.batch)
 
-    class StepClock:
-        """A tracker that keeps the wall time between the trainer's per-step log calls and its step_time_ms."""
-
-        def __init__(self):
-            self.last = None
-            self.gaps, self.reported, self.losses = [], [], []
-
-        def log(self, scalars, step):
-            now = time.perf_counter()
-            if "train/step_time_ms" in scalars:
-                if self.last is not None:
-                    self.gaps.append((int(step), now - self.last))
-                self.last = now
-                self.reported.append((int(step), float(scalars["train/step_time_ms"]) / 1000))
-            for key in ("train/loss", "loss", "train/ce"):
-                if key in scalars:
-                    self.losses.append(float(scalars[key]))
-                    break
-
-        def artifact(self, value, step):
-            pass
-
-        def close(self):
-            pass
-
-    clock = StepClock()
+    clock = DewmlStepClock()
     trainer = Trainer(objective, optim, key=jax.random.key(a.seed), tracker=clock)
     trainer.fit(data, steps=total, log_every=1, checkpoint_every=None)
     measured = [s for step, s in clock.reported if step > a.warmup]
@@ -309,7 +253,7 @@ def run_dewml(a) -> dict:
 def main(argv) -> int:
     a = parse(argv)
     if a.impl == "probe-dewml":
-        reason = probe_dewml()
+        reason = probe_dewml("dew.nn.backbones.causal_transformer")
         print(json.dumps({"impl": "dewml", "installable": reason is None, "reason": reason}))
         return 0
     out = run_torch(a) if a.impl == "torch" else run_dewml(a)

@@ -1,5 +1,7 @@
 #include "dew/nn/layers.h"
 
+#include "dew/nn/activations.h"
+
 namespace dew::nn {
 
 at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
@@ -42,9 +44,9 @@ MlpImpl::MlpImpl(const CausalTransformerConfig& config, c10::ScalarType param_dt
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& x) const {
-  if (kind == "swiglu") return down_proj->forward(at::silu(gate_proj->forward(x)) * up_proj->forward(x));
-  if (kind == "geglu") return down_proj->forward(at::gelu(gate_proj->forward(x), "tanh") * up_proj->forward(x));
-  return down_proj->forward(at::gelu(up_proj->forward(x), "tanh"));
+  if (kind == "swiglu") return down_proj->forward(dew::nn::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  if (kind == "geglu") return down_proj->forward(dew::nn::gelu_tanh(gate_proj->forward(x)) * up_proj->forward(x));
+  return down_proj->forward(dew::nn::gelu_tanh(up_proj->forward(x)));
 }
 
 }  // namespace dew::nn

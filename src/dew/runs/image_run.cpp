@@ -4,6 +4,7 @@
 
 #include "dew/core/error.h"
 #include "dew/data/images/image_fit.h"
+#include "dew/data/prefetcher.h"
 #include "dew/nn/device.h"
 #include "dew/nn/parameter_count.h"
 #include "dew/training/checkpoint.h"
@@ -53,6 +54,7 @@ void ImageDataConfig::validate() const {
     fail("data.val_fraction must be in (0, 1) to hold images out, got ", val_fraction);
   }
   if (image_size < 0) fail("data.image_size must be >= 0 (0 = as stored), got ", image_size);
+  if (prefetch < 0) fail("data.prefetch must be >= 0 (0 = none), got ", prefetch);
   (void)data::images::parse_fit(fit);
   if (val == "test" && !has_test_split(path)) {
     fail("data.val = test needs an IDX directory with a t10k split, but '", path, "' has none; use data.val=holdout");
@@ -137,6 +139,10 @@ training::FitResult ImageRun::train(std::FILE* out) {
   } else {
     train_rows = std::make_unique<data::images::ImageBatches>(train_images(), batch_options(s, true));
   }
+  std::unique_ptr<data::BatchSource> train_source = std::move(train_rows);
+  if (s.data.prefetch > 0) {
+    train_source = std::make_unique<data::Prefetcher>(std::move(train_source), s.trainer.batch_size, static_cast<std::size_t>(s.data.prefetch));
+  }
   auto val_rows = validation_batches();
   auto model = task_->build_model();
   auto objective = task_->objective(model);
@@ -145,7 +151,7 @@ training::FitResult ImageRun::train(std::FILE* out) {
   training::Trainer trainer(*objective, s.optim, trainer_config, dir());
   trainer.set_output(out);
   trainer.set_eval_callback([&](std::int64_t step) { task_->after_evaluation(*model, train_images(), dir(), step, out); });
-  return trainer.fit(*train_rows, val_rows.get());
+  return trainer.fit(*train_source, val_rows.get());
 }
 
 std::shared_ptr<torch::nn::Module> ImageRun::load_model(bool live, std::optional<std::int64_t> step, const std::string& device,

@@ -17,6 +17,7 @@ struct ImageDataConfig {
   std::int64_t image_size = 0;     // 0 = as stored; else resized (or padded) to image_size x image_size
   std::string fit = "resize";      // resize | pad
   bool flip = false;               // random horizontal flips (not for digits or text)
+  std::int64_t prefetch = 4;       // training batches prepared ahead on a background thread; 0 = none
 
   template <class V>
   void fields(V& v) {
@@ -26,6 +27,7 @@ struct ImageDataConfig {
     v("image_size", image_size, "0 = as stored; else fit every image to image_size x image_size");
     v("fit", fit, "how images reach image_size: resize (bilinear) or pad (centred, with black)");
     v("flip", flip, "random horizontal flips of training images");
+    v("prefetch", prefetch, "training batches prepared ahead on a background thread (decoding, fitting, flips); 0 = none");
   }
   void validate() const;
 };

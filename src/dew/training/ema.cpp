@@ -1,10 +1,12 @@
 #include "dew/training/ema.h"
 
+#include <algorithm>
+
 #include "dew/core/error.h"
 
 namespace dew::training {
 
-Ema::Ema(double decay, const std::map<std::string, at::Tensor>& params) : decay_(decay), params_(params) {
+Ema::Ema(double decay, const std::map<std::string, at::Tensor>& params, bool warmup) : decay_(decay), warmup_(warmup), params_(params) {
   if (!(decay >= 0 && decay < 1)) fail("trainer.ema_decay must be in [0, 1) (0 = off), got ", decay);
   reset();
 }
@@ -16,12 +18,19 @@ void Ema::reset() {
   for (const auto& [name, p] : params_) average_[name] = p.detach().to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
 }
 
-void Ema::update() {
+double Ema::decay_at(std::int64_t updates_before) const {
+  if (!warmup_) return decay_;
+  const double n = static_cast<double>(std::max<std::int64_t>(updates_before, 0));
+  return std::min(decay_, (1 + n) / (10 + n));
+}
+
+void Ema::update(std::int64_t updates_before) {
   if (!enabled()) return;
+  const double decay = decay_at(updates_before);
   at::NoGradGuard no_grad;
   for (auto& [name, average] : average_) {
     const auto& p = params_.at(name);
-    average.lerp_(p.scalar_type() == at::kFloat ? p : p.to(at::kFloat), 1 - decay_);
+    average.lerp_(p.scalar_type() == at::kFloat ? p : p.to(at::kFloat), 1 - decay);
   }
 }
 

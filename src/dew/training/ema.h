@@ -1,10 +1,14 @@
 #pragma once
 // An exponential moving average of the trained parameters, kept in fp32:
-//   ema = decay * ema + (1 - decay) * param   after every optimizer step.
+//   ema = d * ema + (1 - d) * param   after every optimizer step,
+// with d = decay, or with warmup d = min(decay, (1 + n) / (10 + n)) at the update that follows n earlier ones
+// (the ramp of diffusers' EMAModel and Keras): a constant 0.999 would keep ~e^-1 of the random initial
+// weights after 1000 steps, so a short run's average would still be mostly noise.
 // Evaluation and generation read the average: swap_in() puts it into the module's parameters (keeping the
 // live values aside) and swap_out() puts the live values back. Decay 0 means off (no copy is kept).
 #include <ATen/ATen.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -13,11 +17,13 @@ namespace dew::training {
 class Ema {
  public:
   // Starts the average at the current values of `params` (name -> parameter).
-  Ema(double decay, const std::map<std::string, at::Tensor>& params);
+  Ema(double decay, const std::map<std::string, at::Tensor>& params, bool warmup = false);
 
   bool enabled() const { return decay_ > 0; }
   double decay() const { return decay_; }
-  void update();
+  // `updates_before`: how many updates the average has had (the trainer's step index), for the warmup.
+  void update(std::int64_t updates_before);
+  double decay_at(std::int64_t updates_before) const;
 
   // The average as named fp32 tensors (the parameter names), for checkpoints.
   const std::map<std::string, at::Tensor>& state() const { return average_; }
@@ -31,6 +37,7 @@ class Ema {
 
  private:
   double decay_;
+  bool warmup_;
   std::map<std::string, at::Tensor> params_, average_, live_;
 };
 

@@ -158,7 +158,7 @@ Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t 
   }
   out.lr = learning_rate_at(optim_, step, optim_.schedule_steps(config_.steps));
   optimizer_->step(out.lr);
-  ema_->update();
+  ema_->update(step);
   out.seconds = seconds_since(start);
   return out;
 }
@@ -247,7 +247,7 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
     if (p.requires_grad()) params_[name] = p;
   }
   optimizer_ = make_optimizer(optim_, params_);
-  ema_ = std::make_unique<Ema>(config_.ema_decay, params_);
+  ema_ = std::make_unique<Ema>(config_.ema_decay, params_, config_.ema_warmup);
 
   std::int64_t step = 0;
   std::map<std::string, double> last_metrics;

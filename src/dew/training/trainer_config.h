@@ -16,6 +16,7 @@ struct TrainerConfig {
   std::int64_t keep_checkpoints = 3;    // 0 = keep all
   std::uint64_t seed = 0;
   double ema_decay = 0.99;  // 0 = no EMA copy
+  bool ema_warmup = false;  // ramp the decay up from 0.1 (ema.h); image diffusion runs turn it on
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
   double peak_flops = 0;       // the MFU denominator in FLOP/s; 0 = measure a matmul at start-up
   double flops_per_token = 0;  // the MFU numerator per token; 0 = 6 * parameters
@@ -32,6 +33,7 @@ struct TrainerConfig {
     v("keep_checkpoints", keep_checkpoints, "keep the newest N checkpoints; 0 = all");
     v("seed", seed, "initialisation and RNG seed");
     v("ema_decay", ema_decay, "decay of the EMA copy of the weights (evaluation reads it); 0 = none");
+    v("ema_warmup", ema_warmup, "ramp the EMA decay as min(ema_decay, (1 + n) / (10 + n)) after n steps, so a short run's average is not mostly its initial weights");
     v("device", device, "auto (cuda when present), cpu, cuda or cuda:N");
     v("peak_flops", peak_flops, "FLOP/s for MFU; 0 = measure a matmul at start-up");
     v("flops_per_token", flops_per_token, "training FLOPs per token for MFU; 0 = 6 * parameters");

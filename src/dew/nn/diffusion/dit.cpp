@@ -1,5 +1,7 @@
 #include "dew/nn/diffusion/dit.h"
 
+#include "dew/nn/activations.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/modules/activation.h>
 
@@ -49,7 +51,7 @@ TimestepEmbedderImpl::TimestepEmbedderImpl(std::int64_t dim) {
 
 at::Tensor TimestepEmbedderImpl::forward(const at::Tensor& time, c10::ScalarType dtype) const {
   auto features = timestep_embedding(time, kDiTFrequencyFeatures).to(dtype);
-  return linear_out->forward(at::silu(linear_in->forward(features)));
+  return linear_out->forward(dew::nn::silu(linear_in->forward(features)));
 }
 
 LabelEmbedderImpl::LabelEmbedderImpl(std::int64_t num_classes, std::int64_t dim) {
@@ -67,8 +69,10 @@ DiTAttentionImpl::DiTAttentionImpl(std::int64_t dim, std::int64_t heads_) : head
 
 at::Tensor DiTAttentionImpl::forward(const at::Tensor& x) const {
   const auto B = x.size(0), N = x.size(1), D = x.size(2);
-  auto qkv_heads = qkv->forward(x).reshape({B, N, 3, heads, D / heads}).permute({2, 0, 3, 1, 4});  // [3, B, H, N, hd]
-  auto out = at::scaled_dot_product_attention(qkv_heads[0], qkv_heads[1], qkv_heads[2]);
+  // unbind, not qkv_heads[i]: three selects would each backpropagate into a zero-filled copy of the whole
+  // [3, B, H, N, hd] gradient; unbind's backward is one stack.
+  const auto q_k_v = qkv->forward(x).reshape({B, N, 3, heads, D / heads}).permute({2, 0, 3, 1, 4}).unbind(0);  // [B, H, N, hd] each
+  auto out = at::scaled_dot_product_attention(q_k_v[0], q_k_v[1], q_k_v[2]);
   return proj->forward(out.transpose(1, 2).reshape({B, N, D}));
 }
 
@@ -77,7 +81,7 @@ DiTMlpImpl::DiTMlpImpl(std::int64_t dim, std::int64_t hidden) {
   fc2 = register_module("fc2", Linear(hidden, dim, true, kParamDtype));
 }
 
-at::Tensor DiTMlpImpl::forward(const at::Tensor& x) const { return fc2->forward(at::gelu(fc1->forward(x), "tanh")); }
+at::Tensor DiTMlpImpl::forward(const at::Tensor& x) const { return fc2->forward(dew::nn::gelu_tanh(fc1->forward(x))); }
 
 DiTBlockImpl::DiTBlockImpl(const ImageModelConfig& c) {
   attn = register_module("attn", DiTAttention(c.dim, c.heads));
@@ -88,8 +92,9 @@ DiTBlockImpl::DiTBlockImpl(const ImageModelConfig& c) {
 
 at::Tensor DiTBlockImpl::forward(const at::Tensor& x, const at::Tensor& c_act) const {
   auto m = modulation->forward(c_act).chunk(6, 1);  // shift, scale, gate for attention, then for the MLP
-  auto h = x + m[2].unsqueeze(1) * attn->forward(modulate(plain_layer_norm(x, kNormEps), m[0], m[1]));
-  return h + m[5].unsqueeze(1) * mlp->forward(modulate(plain_layer_norm(h, kNormEps), m[3], m[4]));
+  // x + gate * branch as one addcmul: one pass over the tokens instead of a product and a sum.
+  auto h = at::addcmul(x, m[2].unsqueeze(1), attn->forward(modulate(plain_layer_norm(x, kNormEps), m[0], m[1])));
+  return at::addcmul(h, m[5].unsqueeze(1), mlp->forward(modulate(plain_layer_norm(h, kNormEps), m[3], m[4])));
 }
 
 DiTFinalLayerImpl::DiTFinalLayerImpl(const ImageModelConfig& c) {
@@ -145,10 +150,12 @@ at::Tensor DiTImpl::unpatchify(const at::Tensor& tokens) const {
 at::Tensor DiTImpl::forward(const at::Tensor& x, const at::Tensor& time, const at::Tensor& labels) {
   auto in = prepare(x, time, labels);
   const auto dtype = in.x.scalar_type();
-  auto tokens = x_embedder->forward(in.x) + pos_embed.to(dtype);
+  // The patch embedding is a transposed view ([B, D, N] memory); adding the (contiguous) positions first
+  // would keep that layout for the whole residual stream, and every layer norm would copy it to read rows.
+  auto tokens = x_embedder->forward(in.x).contiguous() + pos_embed.to(dtype);
   auto c = t_embedder->forward(in.time, dtype);
   if (y_embedder) c = c + y_embedder->forward(in.labels, dtype);
-  auto c_act = at::silu(c);  // every modulation reads SiLU(c)
+  auto c_act = dew::nn::silu(c);  // every modulation reads SiLU(c)
   for (const auto& block : *blocks) tokens = block->as<DiTBlockImpl>()->forward(tokens, c_act);
   return unpatchify(final_layer->forward(tokens, c_act)).to(at::kFloat);
 }

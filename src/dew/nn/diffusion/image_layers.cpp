@@ -15,7 +15,7 @@ at::Tensor timestep_embedding(const at::Tensor& time, std::int64_t features, dou
 }
 
 at::Tensor modulate(const at::Tensor& x, const at::Tensor& shift, const at::Tensor& scale) {
-  return x * (scale.unsqueeze(1) + 1) + shift.unsqueeze(1);
+  return at::addcmul(shift.unsqueeze(1), x, scale.unsqueeze(1) + 1);  // one pass over x
 }
 
 at::Tensor plain_layer_norm(const at::Tensor& x, double eps) {

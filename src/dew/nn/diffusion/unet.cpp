@@ -1,5 +1,7 @@
 #include "dew/nn/diffusion/unet.h"
 
+#include "dew/nn/activations.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
@@ -19,7 +21,7 @@ UNetTimeEmbeddingImpl::UNetTimeEmbeddingImpl(std::int64_t in, std::int64_t out) 
 }
 
 at::Tensor UNetTimeEmbeddingImpl::forward(const at::Tensor& features) const {
-  return linear_2->forward(at::silu(linear_1->forward(features)));
+  return linear_2->forward(dew::nn::silu(linear_1->forward(features)));
 }
 
 ResnetBlockImpl::ResnetBlockImpl(std::int64_t in, std::int64_t out, std::int64_t time_features, std::int64_t groups,
@@ -34,9 +36,9 @@ ResnetBlockImpl::ResnetBlockImpl(std::int64_t in, std::int64_t out, std::int64_t
 }
 
 at::Tensor ResnetBlockImpl::forward(const at::Tensor& x, const at::Tensor& emb_act) {
-  auto h = conv1->forward(at::silu(norm1->forward(x)));
+  auto h = conv1->forward(dew::nn::silu(norm1->forward(x)));
   h = h + time_emb_proj->forward(emb_act).unsqueeze(-1).unsqueeze(-1);
-  h = at::silu(norm2->forward(h));
+  h = dew::nn::silu(norm2->forward(h));
   if (dropout > 0 && is_training()) h = at::dropout(h, dropout, /*train=*/true);
   h = conv2->forward(h);
   return (conv_shortcut ? conv_shortcut->forward(x) : x) + h;
@@ -172,7 +174,7 @@ at::Tensor UNetImpl::forward(const at::Tensor& x, const at::Tensor& time, const 
   const auto dtype = in.x.scalar_type();
   auto emb = time_embedding->forward(timestep_embedding(in.time, config_.base_channels).to(dtype));
   if (class_embedding) emb = emb + at::embedding(class_embedding->weight, in.labels).to(dtype);
-  auto emb_act = at::silu(emb);  // every residual block reads SiLU(emb)
+  auto emb_act = dew::nn::silu(emb);  // every residual block reads SiLU(emb)
 
   auto h = conv_in->forward(in.x);
   std::vector<at::Tensor> skips{h};
@@ -201,7 +203,7 @@ at::Tensor UNetImpl::forward(const at::Tensor& x, const at::Tensor& time, const 
     }
     if (block->resamplers) h = block->resamplers[0]->as<ResampleImpl>()->forward(h);
   }
-  return conv_out->forward(at::silu(conv_norm_out->forward(h))).to(at::kFloat);
+  return conv_out->forward(dew::nn::silu(conv_norm_out->forward(h))).to(at::kFloat);
 }
 
 }  // namespace dew::nn::diffusion

@@ -28,6 +28,7 @@ DiffusionRunConfig::DiffusionRunConfig() {
   trainer.eval_every = 500;
   trainer.eval_batches = 8;
   trainer.ema_decay = 0.999;
+  trainer.ema_warmup = true;
 }
 
 namespace {

@@ -1,0 +1,81 @@
+#pragma once
+// What every benchmark binary measures the same way: medians and this process's memory.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dew/data/batch_source.h"
+#include "dew/objectives/objective.h"
+#include "dew/training/trainer.h"
+
+namespace dew::bench {
+
+// The median (the mean of the middle two for an even count); 0 for none. Benchmarks quote medians: the
+// machines are shared, and one slow outlier should not move the figure.
+inline double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Resident memory now, in MiB (/proc/self/statm): the baseline before a benchmark allocates.
+inline double current_rss_mib() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+// The process's peak resident memory so far, in MiB.
+inline double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+// What a Trainer run measured: the seconds between consecutive step callbacks after the warmup steps (the
+// whole training step), and every step's loss.
+struct TrainerTimes {
+  std::vector<double> step_seconds, losses;
+};
+
+// Runs trainer.steps steps of the Trainer on `source` in a temporary run directory (removed after), quietly,
+// timing each step from the previous step's callback; step 1's interval includes fit()'s set-up, so warmup
+// must be >= 1.
+inline TrainerTimes time_trainer(objectives::Objective& objective, const training::OptimConfig& optim,
+                                 const training::TrainerConfig& trainer, data::BatchSource& source, std::int64_t warmup) {
+  using Clock = std::chrono::steady_clock;
+  char dir_template[] = "/tmp/dew-bench-run-XXXXXX";
+  if (!mkdtemp(dir_template)) throw std::runtime_error("cannot create a temporary run directory");
+  const std::filesystem::path run_dir = dir_template;
+  TrainerTimes times;
+  auto last = Clock::now();
+  {
+    training::Trainer t(objective, optim, trainer, run_dir);
+    t.set_output(nullptr);
+    t.set_step_callback([&](std::int64_t step, const std::map<std::string, double>& scalars) {
+      const double dt = std::chrono::duration<double>(Clock::now() - last).count();
+      last = Clock::now();
+      if (step > warmup) times.step_seconds.push_back(dt);
+      times.losses.push_back(scalars.at("loss"));
+    });
+    last = Clock::now();
+    t.fit(source);
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(run_dir, ignored);
+  if (times.step_seconds.empty()) throw std::runtime_error("no measured steps: steps must exceed warmup");
+  return times;
+}
+
+}  // namespace dew::bench

@@ -1,0 +1,133 @@
+// Without trapping math, GCC can if-convert the clamps in fast_exp and vectorise the loops below; nothing
+// here reads floating-point exception flags.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
+#include "dew/nn/activations.h"
+
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
+#include <cstdint>
+
+namespace dew::nn {
+
+namespace {
+
+// exp(x) for x clamped to [-87, 88] (so 2^n stays a normal float): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite:
+// ln2 split in a 9-bit head, exact times n, and a tail), e^r by its Taylor polynomial to r^7 (truncation
+// <= 0.347^8 / 8! ~ 5e-9 relative), and 2^n built in the exponent bits.
+inline float fast_exp(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  const float n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
+  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.0f / 5040;
+  p = p * r + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  return p * __builtin_bit_cast(float, bits);
+}
+
+inline float sigmoid(float z) { return 1.0f / (1.0f + fast_exp(-z)); }
+
+// tanh-GELU as x sigmoid(2u), u = c (x + a x^3): 0.5 (1 + tanh(u)) = sigmoid(2u), with no cancellation near 0.
+constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluA = 0.044715f;
+
+#define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+DEW_CLONES void gelu_tanh_forward(const float* __restrict x, float* __restrict y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    y[i] = v * sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v));
+  }
+}
+
+// dy/dx = s + x s (1 - s) 2 du/dx, s = sigmoid(2u), du/dx = c (1 + 3 a x^2).
+DEW_CLONES void gelu_tanh_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float s = sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v));
+    dx[i] = g[i] * (s + v * s * (1.0f - s) * 2.0f * kGeluC * (1.0f + 3.0f * kGeluA * v * v));
+  }
+}
+
+DEW_CLONES void silu_forward(const float* __restrict x, float* __restrict y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * sigmoid(x[i]);
+}
+
+// dy/dx = s (1 + x (1 - s)), s = sigmoid(x).
+DEW_CLONES void silu_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float s = sigmoid(x[i]);
+    dx[i] = g[i] * s * (1.0f + x[i] * (1.0f - s));
+  }
+}
+
+#undef DEW_CLONES
+
+constexpr std::int64_t kGrain = 1 << 14;  // elements per task: ~10 us of work, well above the fork cost
+
+using Forward = void (*)(const float*, float*, std::int64_t);
+using Backward = void (*)(const float*, const float*, float*, std::int64_t);
+
+at::Tensor run_forward(Forward kernel, const at::Tensor& x) {
+  auto y = at::empty_like(x);
+  const float* in = x.data_ptr<float>();
+  float* out = y.data_ptr<float>();
+  at::parallel_for(0, x.numel(), kGrain, [&](std::int64_t begin, std::int64_t end) { kernel(in + begin, out + begin, end - begin); });
+  return y;
+}
+
+at::Tensor run_backward(Backward kernel, const at::Tensor& x, const at::Tensor& grad) {
+  const auto g = grad.contiguous();
+  auto dx = at::empty_like(x);
+  const float* in = x.data_ptr<float>();
+  const float* gp = g.data_ptr<float>();
+  float* out = dx.data_ptr<float>();
+  at::parallel_for(0, x.numel(), kGrain, [&](std::int64_t begin, std::int64_t end) { kernel(in + begin, gp + begin, out + begin, end - begin); });
+  return dx;
+}
+
+struct Kernels {
+  Forward forward;
+  Backward backward;
+};
+const Kernels kGeluTanh{gelu_tanh_forward, gelu_tanh_backward};
+const Kernels kSilu{silu_forward, silu_backward};
+
+// The saved input, not the output, is what backward reads: it recomputes the sigmoid. Not twice
+// differentiable (its backward is a kernel, not a graph); nothing in dew asks for double backward.
+struct FusedActivation : public torch::autograd::Function<FusedActivation> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const Kernels* kernels) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["kernels"] = reinterpret_cast<std::int64_t>(kernels);
+    return run_forward(kernels->forward, x);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    const auto* kernels = reinterpret_cast<const Kernels*>(ctx->saved_data["kernels"].toInt());
+    return {run_backward(kernels->backward, ctx->get_saved_variables()[0], grads[0].to(at::kFloat)), at::Tensor()};
+  }
+};
+
+at::Tensor apply(const Kernels& kernels, const at::Tensor& x) {
+  const auto input = x.contiguous();
+  if (!input.requires_grad() || !at::GradMode::is_enabled()) return run_forward(kernels.forward, input);
+  return FusedActivation::apply(input, &kernels);
+}
+
+bool fused(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type() == at::kFloat; }
+
+}  // namespace
+
+at::Tensor gelu_tanh(const at::Tensor& x) { return fused(x) ? apply(kGeluTanh, x) : at::gelu(x, "tanh"); }
+
+at::Tensor silu(const at::Tensor& x) { return fused(x) ? apply(kSilu, x) : at::silu(x); }
+
+}  // namespace dew::nn
