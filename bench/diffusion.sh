@@ -17,7 +17,7 @@
 #   SOLVERS   solvers timed against diffusers (default "euler heun dpmpp_2m ddim unipc"; process vp)
 #   SAMPLE    extra flags for the sampling runs (default "--images 16 --sample-steps 20")
 #   DEW_CACHE where the Python venv lives (default ~/.cache/dew; venv-bench: torch==2.11.0, diffusers, dewml)
-# About 6-8 minutes on 2 cores.
+# About 12 minutes on 2 cores (most of it the peers' Python start-up and the waits for a quiet machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -42,6 +42,10 @@ out=$(mktemp)
 log=$(mktemp)
 trap 'rm -f "$out" "$log"' EXIT
 EXTRA=("$@")
+# One line of progress per run: its median step (training) or time per image per step (sampling).
+SHOW='import json, sys
+r = json.loads(sys.stdin.read())
+print(f"{r['"'"'step_s'"'"'] * 1e3:.0f} ms/step" if "step_s" in r else f"{r['"'"'s_per_image_step'"'"'] * 1e3:.2f} ms/image/step")'
 run_one() {  # impl round [solver]
   local impl=$1 round=$2 solver=${3:-} line busy
   busy=$(wait_quiet "${QUIET_WAIT:-120}")
@@ -57,7 +61,7 @@ run_one() {  # impl round [solver]
       fi ;;
   esac
   echo "$line" | "$VENV/bin/python" -c 'import json,sys; r=json.loads(sys.stdin.read()); r["round"]=int(sys.argv[1]); r["busy_before"]=int(sys.argv[2]); print(json.dumps(r))' "$round" "$busy" >>"$out"
-  echo "  $impl ${solver:+$solver }round $round: $(tail -n1 "$out" | "$VENV/bin/python" -c 'import json,sys; r=json.loads(sys.stdin.read()); print(f"{r[\"step_s\"]*1e3:.0f} ms/step" if "step_s" in r else f"{r[\"s_per_image_step\"]*1e3:.2f} ms/image/step")')"
+  echo "  $impl ${solver:+$solver }round $round: $(tail -n1 "$out" | "$VENV/bin/python" -c "$SHOW")"
 }
 
 IMPLS=(dew $PEERS)
@@ -75,8 +79,7 @@ import json, os, platform, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
 def med(impl, key, **match):
-    v = [r[key] for r in rows if r["impl"] == impl and r.get("mode") in (None, "train", "sample")
-         and all(r.get(k) == x for k, x in match.items()) and r.get(key) is not None]
+    v = [r[key] for r in rows if r["impl"] == impl and all(r.get(k) == x for k, x in match.items()) and r.get(key) is not None]
     return statistics.median(v) if v else None
 train = [r for r in rows if r.get("mode") == "train"]
 dew = next(r for r in train if r["impl"] == "dew")

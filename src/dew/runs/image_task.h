@@ -14,6 +14,7 @@
 #include "dew/objectives/objective.h"
 #include "dew/runs/image_sections.h"
 #include "dew/runs/run.h"
+#include "dew/runs/typed_task.h"
 
 namespace dew::runs {
 
@@ -49,22 +50,11 @@ class ImageTask {
   }
 };
 
-// The parts of ImageTask every task over a typed Config answers the same way.
+// An ImageTask over a typed Config (typed_task.h).
 template <class Config>
-class TypedImageTask : public ImageTask {
+class TypedImageTask : public TypedTask<ImageTask, Config> {
  public:
-  explicit TypedImageTask(Config config) : config_(std::move(config)) {}
-  const Config& config() const { return config_; }
-  ImageSections& sections() override { return config_; }
-  config::Json config_json() const override { return config::to_json(config_); }
-  config::Json canonical_config(const config::Json& stored, const std::string& source) const override {
-    Config typed;
-    config::from_json(stored, typed, source);
-    return config::to_json(typed);
-  }
-
- protected:
-  Config config_;
+  using TypedTask<ImageTask, Config>::TypedTask;
 };
 
 }  // namespace dew::runs

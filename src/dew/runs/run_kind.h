@@ -12,6 +12,7 @@
 #include "dew/core/config.h"
 #include "dew/runs/run.h"
 #include "dew/runs/run_directory.h"
+#include "dew/runs/typed_task.h"
 
 namespace dew::runs {
 
@@ -43,6 +44,31 @@ class RunKind {
   virtual std::unique_ptr<Run> start(const std::filesystem::path& run_dir, const config::Json& config) const = 0;
   // Opens a run whose run.json is `file` (for evaluation and generation).
   virtual std::unique_ptr<Run> open(const std::filesystem::path& run_dir, const RunFile& file) const = 0;
+};
+
+// The parts of a RunKind that follow from its typed Config alone: its name, help and flags, and how the
+// effective config is assembled. A family of kinds (decoder_kind.h, image_kind.h) adds what --data takes
+// and how its runs start and open.
+template <class Config>
+class TypedRunKind : public RunKind {
+ public:
+  TypedRunKind(const char* name, const char* summary, std::vector<KindFlag> flags = {})
+      : name_(name), summary_(summary), flags_(std::move(flags)) {}
+
+  const char* name() const override { return name_; }
+  const char* summary() const override { return summary_; }
+  std::vector<KindFlag> flags() const override { return flags_; }
+  std::string config_help() const override { return config::describe<Config>(); }
+
+  config::Json load_config(const config::Json& stored, const std::optional<std::filesystem::path>& file,
+                           const std::vector<std::string>& overrides) const override {
+    Config base = stored.is_null() ? Config{} : typed_config<Config>(stored, "run.json");
+    return config::to_json(config::load<Config>(file, overrides, std::move(base)));
+  }
+
+ protected:
+  const char *name_, *summary_;
+  std::vector<KindFlag> flags_;
 };
 
 // Every kind, in the order `dew train --help` lists them.

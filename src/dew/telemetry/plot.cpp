@@ -9,22 +9,7 @@
 
 #include "dew/core/atomic_file.h"
 #include "dew/core/error.h"
-
-// Both stb headers make their functions static with these, so another file including them cannot clash.
-#define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
-#endif
-#include <stb/stb_easy_font.h>
-#include <stb/stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "dew/core/raster.h"
 
 namespace dew::telemetry {
 namespace {
@@ -73,22 +58,15 @@ class Canvas {
     }
   }
   static int text_width(const std::string& text) {
-    return static_cast<int>(stb_easy_font_width(const_cast<char*>(text.c_str())) * kTextScale);
+    return static_cast<int>(static_cast<float>(dew::text_width(text)) * kTextScale);
   }
   static int text_height() { return static_cast<int>(7 * kTextScale); }
   // Text with its top-left corner at (x, y); rotated a quarter turn counter-clockwise when `vertical`
   // (reading upwards, for the y-axis label), then (x, y) is the bottom-left of the rotated text.
   void text(double x, double y, const std::string& text, Color c, bool vertical = false) {
-    std::vector<char> buffer(text.size() * 2048 + 1024);  // stb_easy_font silently truncates a short buffer
-    int quads = stb_easy_font_print(0, 0, const_cast<char*>(text.c_str()), nullptr, buffer.data(), static_cast<int>(buffer.size()));
-    struct Vertex {
-      float x, y, z;
-      std::uint8_t color[4];
-    };
-    const auto* v = reinterpret_cast<const Vertex*>(buffer.data());
-    for (int q = 0; q < quads; ++q) {
-      float qx0 = v[4 * q].x * kTextScale, qy0 = v[4 * q].y * kTextScale;
-      float qx1 = v[4 * q + 2].x * kTextScale, qy1 = v[4 * q + 2].y * kTextScale;
+    for (const TextQuad& q : text_quads(text)) {
+      float qx0 = q.x0 * kTextScale, qy0 = q.y0 * kTextScale;
+      float qx1 = q.x1 * kTextScale, qy1 = q.y1 * kTextScale;
       if (!vertical) {
         fill(static_cast<int>(std::lround(x + qx0)), static_cast<int>(std::lround(y + qy0)),
              static_cast<int>(std::lround(x + qx1)), static_cast<int>(std::lround(y + qy1)), c);
@@ -116,11 +94,6 @@ std::string tick_label(double value, double spacing) {
     std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
   }
   return buf;
-}
-
-void write_png_bytes(void* context, void* data, int size) {
-  auto* out = static_cast<std::string*>(context);
-  out->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
 }
 
 }  // namespace
@@ -204,11 +177,7 @@ void write_line_plot(const std::filesystem::path& path, const std::vector<PlotSe
   canvas.text((left + right) / 2.0 - Canvas::text_width(options.x_label) / 2.0, options.height - 10 - th, options.x_label, kBlack);
   canvas.text(8, (top + bottom) / 2.0 + Canvas::text_width(options.y_label) / 2.0, options.y_label, kBlack, true);
 
-  std::string png;
-  if (!stbi_write_png_to_func(write_png_bytes, &png, options.width, options.height, 3, canvas.pixels().data(), options.width * 3)) {
-    fail("cannot encode plot '", path.string(), "' as PNG");
-  }
-  write_file_atomic(path, png);
+  write_file_atomic(path, encode_png_bytes(canvas.pixels().data(), options.width, options.height, 3, "plot '" + path.string() + "'"));
 }
 
 }  // namespace dew::telemetry

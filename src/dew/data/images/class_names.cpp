@@ -6,6 +6,7 @@
 
 #include "dew/core/atomic_file.h"
 #include "dew/core/error.h"
+#include "dew/core/text_lines.h"
 #include "dew/core/sha256.h"
 
 namespace dew::data::images {
@@ -29,15 +30,9 @@ std::vector<std::string> read_class_list(const std::filesystem::path& path) {
   std::string text = dew::read_file(path);
   std::vector<std::string> names;
   std::set<std::string> seen;
-  std::size_t start = 0;
   std::int64_t line = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string name = text.substr(start, end - start);
-    start = end + 1;
+  for (std::string& name : dew::text_lines(text)) {
     ++line;
-    while (!name.empty() && (name.back() == '\r' || name.back() == ' ' || name.back() == '\t')) name.pop_back();
     if (name.empty()) {
       dew::fail("'", path.string(), "' line ", line, " is blank: every line names one class (line i = class i - 1)");
     }

@@ -11,6 +11,7 @@
 
 #include "dew/core/atomic_file.h"
 #include "dew/core/error.h"
+#include "dew/core/text_lines.h"
 #include "dew/data/images/class_names.h"
 #include "dew/data/images/image_file.h"
 
@@ -57,15 +58,9 @@ Listing read_labels_file(const fs::path& dir, const fs::path& labels_file) {
   const std::string where = dew::str("'", labels_file.string(), "'");
   Listing listing;
   std::set<std::string> seen;
-  std::size_t start = 0;
   std::int64_t line = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string row = text.substr(start, end - start);
-    start = end + 1;
+  for (std::string row : dew::text_lines(text)) {
     ++line;
-    while (!row.empty() && std::isspace(static_cast<unsigned char>(row.back()))) row.pop_back();
     std::size_t first = row.find_first_not_of(" \t");
     if (first == std::string::npos || row[first] == '#') continue;
     row = row.substr(first);

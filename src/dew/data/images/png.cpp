@@ -7,22 +7,7 @@
 
 #include "dew/core/atomic_file.h"
 #include "dew/core/error.h"
-
-// Both stb headers make their functions static with these, so other files including them cannot clash.
-#define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
-#endif
-#include <stb/stb_easy_font.h>
-#include <stb/stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "dew/core/raster.h"
 
 namespace dew::data::images {
 
@@ -42,36 +27,14 @@ at::Tensor to_bytes(const at::Tensor& image, const char* what) {
   return x.to(at::kFloat).nan_to_num(-1.0).clamp(-1.0, 1.0).add(1.0).mul(127.5).round().to(at::kByte).contiguous();
 }
 
-void append_bytes(void* context, void* data, int size) {
-  static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
-}
-
-// stb_easy_font indexes a table by (byte - 32): only printable ASCII may reach it.
-std::string printable_ascii(const std::string& text) {
-  std::string out = text;
-  for (char& ch : out) {
-    if (static_cast<unsigned char>(ch) < 32 || static_cast<unsigned char>(ch) > 126) ch = '?';
-  }
-  return out;
-}
-
-int text_width(const std::string& text) { return stb_easy_font_width(const_cast<char*>(text.c_str())); }
-
 // Draws `text` in black with its top-left at (x, y) at `scale`, into a uint8 [C, H, W] canvas.
 void draw_text(at::Tensor& canvas, std::int64_t x, std::int64_t y, const std::string& text, std::int64_t scale) {
-  std::vector<char> buffer(text.size() * 2048 + 1024);  // stb_easy_font silently truncates a short buffer
-  int quads = stb_easy_font_print(0, 0, const_cast<char*>(text.c_str()), nullptr, buffer.data(), static_cast<int>(buffer.size()));
-  struct Vertex {
-    float x, y, z;
-    std::uint8_t color[4];
-  };
-  const auto* v = reinterpret_cast<const Vertex*>(buffer.data());
   const std::int64_t height = canvas.size(1), width = canvas.size(2);
-  for (int q = 0; q < quads; ++q) {
-    auto x0 = std::clamp<std::int64_t>(x + std::lround(v[4 * q].x * scale), 0, width);
-    auto y0 = std::clamp<std::int64_t>(y + std::lround(v[4 * q].y * scale), 0, height);
-    auto x1 = std::clamp<std::int64_t>(x + std::lround(v[4 * q + 2].x * scale), 0, width);
-    auto y1 = std::clamp<std::int64_t>(y + std::lround(v[4 * q + 2].y * scale), 0, height);
+  for (const TextQuad& q : text_quads(text)) {
+    auto x0 = std::clamp<std::int64_t>(x + std::lround(q.x0 * static_cast<float>(scale)), 0, width);
+    auto y0 = std::clamp<std::int64_t>(y + std::lround(q.y0 * static_cast<float>(scale)), 0, height);
+    auto x1 = std::clamp<std::int64_t>(x + std::lround(q.x1 * static_cast<float>(scale)), 0, width);
+    auto y1 = std::clamp<std::int64_t>(y + std::lround(q.y1 * static_cast<float>(scale)), 0, height);
     if (x1 > x0 && y1 > y0) canvas.narrow(1, y0, y1 - y0).narrow(2, x0, x1 - x0).fill_(0);
   }
 }
@@ -81,15 +44,9 @@ void draw_text(at::Tensor& canvas, std::int64_t x, std::int64_t y, const std::st
 std::string encode_png(const at::Tensor& image) {
   at::Tensor bytes = to_bytes(image, "encode_png");
   const auto c = bytes.size(0), h = bytes.size(1), w = bytes.size(2);
-  if (c < 1 || c > 4) dew::fail("encode_png: a PNG holds 1 to 4 channels, the image has ", c);
-  if (h < 1 || w < 1 || h > INT32_MAX / std::max<std::int64_t>(w * c, 1)) dew::fail("encode_png: cannot encode a ", h, "x", w, " image");
-  at::Tensor interleaved = bytes.permute({1, 2, 0}).contiguous();  // stb writes [H, W, C]
-  std::string png;
-  if (!stbi_write_png_to_func(append_bytes, &png, static_cast<int>(w), static_cast<int>(h), static_cast<int>(c),
-                              interleaved.data_ptr<std::uint8_t>(), static_cast<int>(w * c))) {
-    dew::fail("encode_png: stb_image_write could not encode a ", h, "x", w, "x", c, " image");
-  }
-  return png;
+  if (h > INT32_MAX || w > INT32_MAX || c > INT32_MAX) dew::fail("encode_png: cannot encode a ", h, "x", w, "x", c, " image");
+  at::Tensor interleaved = bytes.permute({1, 2, 0}).contiguous();  // the PNG's rows are [W, C] interleaved
+  return encode_png_bytes(interleaved.data_ptr<std::uint8_t>(), static_cast<int>(w), static_cast<int>(h), static_cast<int>(c), "encode_png");
 }
 
 void write_png(const std::filesystem::path& path, const at::Tensor& image) {
@@ -124,7 +81,7 @@ at::Tensor image_grid(const at::Tensor& images, std::int64_t columns, const std:
   std::vector<std::string> captions;
   std::int64_t label_w = 0;
   for (const std::string& label : row_labels) {
-    captions.push_back(printable_ascii(label));
+    captions.push_back(label);
     label_w = std::max<std::int64_t>(label_w, text_width(captions.back()) * text_scale);
   }
   if (!captions.empty()) label_w += 2 * 4;  // 4 px of margin either side of the captions
