@@ -43,6 +43,19 @@ inline double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
+// AdamW with gradient clipping at 1, as the benchmarks' peers configure theirs.
+inline training::OptimConfig adamw(double learning_rate, double beta2, double weight_decay, const std::string& schedule) {
+  training::OptimConfig optim;
+  optim.name = "adamw";
+  optim.learning_rate = learning_rate;
+  optim.beta1 = 0.9;
+  optim.beta2 = beta2;
+  optim.weight_decay = weight_decay;
+  optim.grad_clip_norm = 1.0;
+  optim.schedule = schedule;
+  return optim;
+}
+
 // What a Trainer run measured: the seconds between consecutive step callbacks after the warmup steps (the
 // whole training step), and every step's loss.
 struct TrainerTimes {

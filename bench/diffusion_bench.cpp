@@ -156,17 +156,7 @@ dew::objectives::diffusion::DiffusionObjectiveConfig diffusion_config(const Opti
 }
 
 // AdamW at a constant 2e-4 (the spec's optax.adamw(2e-4): betas 0.9/0.999, weight decay 1e-4), clip 1.
-dew::training::OptimConfig optim_config() {
-  dew::training::OptimConfig optim;
-  optim.name = "adamw";
-  optim.learning_rate = 2e-4;
-  optim.beta1 = 0.9;
-  optim.beta2 = 0.999;
-  optim.weight_decay = 1e-4;
-  optim.grad_clip_norm = 1.0;
-  optim.schedule = "constant";
-  return optim;
-}
+dew::training::OptimConfig optim_config() { return dew::bench::adamw(2e-4, 0.999, 1e-4, "constant"); }
 
 void train(const Options& o, nlohmann::ordered_json& out) {
   const auto config = model_config(o);

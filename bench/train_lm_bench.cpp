@@ -144,17 +144,8 @@ dew::nn::CausalTransformerConfig model_config(const Options& o) {
   return c;
 }
 
-dew::training::OptimConfig optim_config() {
-  dew::training::OptimConfig optim;
-  optim.name = "adamw";
-  optim.learning_rate = 3e-4;
-  optim.beta1 = 0.9;
-  optim.beta2 = 0.95;
-  optim.weight_decay = 0.1;
-  optim.grad_clip_norm = 1.0;
-  optim.schedule = "cosine";
-  return optim;
-}
+// AdamW 3e-4 (betas 0.9/0.95, weight decay 0.1), cosine, clip 1: what train_lm_peers.py configures.
+dew::training::OptimConfig optim_config() { return dew::bench::adamw(3e-4, 0.95, 0.1, "cosine"); }
 
 
 // The Trainer's step by hand (see Trainer::train_step), timed per phase. The phases are separated by

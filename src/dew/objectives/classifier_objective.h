@@ -11,6 +11,7 @@ class ClassifierObjective final : public Objective {
  public:
   explicit ClassifierObjective(nn::vision::ImageClassifier model);
   std::string name() const override { return "classifier"; }
+  std::string count_unit() const override { return "images"; }
   void init(std::uint64_t seed) override { model_->init_parameters(seed); }
   torch::nn::Module& module() override { return *model_; }
   Loss loss(const data::Batch& batch, std::int64_t step) override;

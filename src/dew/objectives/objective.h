@@ -41,6 +41,8 @@ class Objective {
   // The evaluate() statistic that measures what the training loss measures (plotted beside it), or "" when
   // evaluation reports no such thing.
   virtual std::string validation_loss() const { return "loss"; }
+  // What Loss::count counts ("tokens", "images"): the trainer reports "<unit>_per_second".
+  virtual std::string count_unit() const { return "tokens"; }
 
   // State beyond the module's parameters that a resumed run needs to continue exactly as an uninterrupted
   // one (GRPO's cached rollout between its optimisation passes). The trainer saves a non-empty map with

@@ -67,6 +67,8 @@ std::string format_value(const std::string& name, double v) {
     std::snprintf(buf, sizeof buf, "%.1f ms", 1000 * v);
   } else if (name == "tokens_per_second") {
     return human_count(v, "tok/s");
+  } else if (name == "images_per_second") {
+    return human_count(v, "img/s");
   } else {
     std::snprintf(buf, sizeof buf, "%.4g", v);
   }
@@ -74,7 +76,9 @@ std::string format_value(const std::string& name, double v) {
 }
 
 // The trainer's own scalars, in the order they are printed after the objective's.
-constexpr const char* kTrainerScalars[] = {"lr", "grad_norm", "step_seconds", "tokens_per_second", "mfu"};
+// The rate is the objective's loss count per second (Objective::count_unit(): tokens, images), as
+// "<unit>_per_second".
+constexpr const char* kTrainerScalars[] = {"lr", "grad_norm", "step_seconds", "tokens_per_second", "images_per_second", "mfu"};
 
 bool is_trainer_scalar(const std::string& name) {
   return std::find(std::begin(kTrainerScalars), std::end(kTrainerScalars), name) != std::end(kTrainerScalars);
@@ -343,7 +347,7 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
       scalars["lr"] = outcome.lr;
       scalars["grad_norm"] = outcome.grad_norm;
       scalars["step_seconds"] = window_seconds / static_cast<double>(window_steps);
-      scalars["tokens_per_second"] = window_count / window_seconds;
+      scalars[objective_.count_unit() + "_per_second"] = window_count / window_seconds;
       scalars["mfu"] = flops_per_token * (window_count / window_seconds) / peak;
       if (eval_due) {
         auto summary = evaluate(*val).summary();

@@ -13,7 +13,7 @@
 //
 // Writes, under run_dir: one checkpoint directory per checkpointed step (see checkpoint.h; the newest
 // keep_checkpoints are kept), tracking/scalars.jsonl (see local_tracker.h: "loss", the objective's
-// metrics, "lr", "grad_norm", "step_seconds", "tokens_per_second", "mfu", and "val/<metric>" at
+// metrics, "lr", "grad_norm", "step_seconds", "tokens_per_second" (or the objective's count unit, e.g. "images_per_second"), "mfu", and "val/<metric>" at
 // evaluations; tokens are the loss terms, Loss.count, i.e. the scored targets of an LM; mfu uses
 // trainer.flops_per_token, see flops.h for a decoder's), and, when fit returns, tracking/loss.png and tracking/val_perplexity.png. It does not
 // write run.json: that is the caller's (it knows the model and data).

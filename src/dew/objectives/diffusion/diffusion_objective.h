@@ -97,6 +97,7 @@ class DiffusionObjective final : public Objective {
   DiffusionObjective(DiffusionModel model, DiffusionObjectiveConfig config, std::uint64_t seed);
 
   std::string name() const override { return "diffusion"; }
+  std::string count_unit() const override { return "images"; }
   void init(std::uint64_t seed) override { model_.init(seed); }
   torch::nn::Module& module() override { return *model_.module; }
   // batch: "images" float [B, C, H, W] (in [-1, 1]), optional "labels" int64 [B] (absent = no label).
