@@ -1,6 +1,7 @@
 #include "dew/nn/diffusion/dit.h"
 
 #include "dew/nn/activations.h"
+#include "dew/nn/diffusion/modulated_norm.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/modules/activation.h>
@@ -93,8 +94,8 @@ DiTBlockImpl::DiTBlockImpl(const ImageModelConfig& c) {
 at::Tensor DiTBlockImpl::forward(const at::Tensor& x, const at::Tensor& c_act) const {
   auto m = modulation->forward(c_act).chunk(6, 1);  // shift, scale, gate for attention, then for the MLP
   // x + gate * branch as one addcmul: one pass over the tokens instead of a product and a sum.
-  auto h = at::addcmul(x, m[2].unsqueeze(1), attn->forward(modulate(plain_layer_norm(x, kNormEps), m[0], m[1])));
-  return at::addcmul(h, m[5].unsqueeze(1), mlp->forward(modulate(plain_layer_norm(h, kNormEps), m[3], m[4])));
+  auto h = at::addcmul(x, m[2].unsqueeze(1), attn->forward(modulated_layer_norm(x, m[0], m[1], kNormEps)));
+  return at::addcmul(h, m[5].unsqueeze(1), mlp->forward(modulated_layer_norm(h, m[3], m[4], kNormEps)));
 }
 
 DiTFinalLayerImpl::DiTFinalLayerImpl(const ImageModelConfig& c) {
@@ -105,7 +106,7 @@ DiTFinalLayerImpl::DiTFinalLayerImpl(const ImageModelConfig& c) {
 
 at::Tensor DiTFinalLayerImpl::forward(const at::Tensor& x, const at::Tensor& c_act) const {
   auto m = modulation->forward(c_act).chunk(2, 1);  // shift, scale
-  return linear->forward(modulate(plain_layer_norm(x, kNormEps), m[0], m[1]));
+  return linear->forward(modulated_layer_norm(x, m[0], m[1], kNormEps));
 }
 
 DiTImpl::DiTImpl(ImageModelConfig config) : config_(std::move(config)) {
