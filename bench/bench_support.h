@@ -43,6 +43,23 @@ inline double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
+// A few batches drawn once and cycled through, so that producing a batch costs nothing in a measured step.
+class CycledBatches final : public data::BatchSource {
+ public:
+  explicit CycledBatches(std::vector<data::Batch> pool, std::int64_t rows) : pool_(std::move(pool)), rows_(rows) {}
+  data::Batch next_batch(std::int64_t rows) override {
+    if (rows != rows_) throw std::runtime_error("the benchmark's batches hold " + std::to_string(rows_) + " rows, asked for " + std::to_string(rows));
+    return pool_[static_cast<std::size_t>(position_++ % static_cast<std::int64_t>(pool_.size()))];
+  }
+  std::int64_t position() const override { return position_; }
+  void set_position(std::int64_t position) override { position_ = position; }
+  std::int64_t records() const override { return std::int64_t{1} << 30; }
+
+ private:
+  std::vector<data::Batch> pool_;
+  std::int64_t rows_, position_ = 0;
+};
+
 // AdamW with gradient clipping at 1, as the benchmarks' peers configure theirs.
 inline training::OptimConfig adamw(double learning_rate, double beta2, double weight_decay, const std::string& schedule) {
   training::OptimConfig optim;

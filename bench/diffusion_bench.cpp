@@ -57,32 +57,16 @@ struct Options {
   std::uint64_t seed = 0;
 };
 
-// A pool of random image batches in [-1, 1] with labels, drawn once and cycled: batches cost nothing.
-class RandomImages final : public dew::data::BatchSource {
- public:
-  RandomImages(const Options& o) {
-    auto generator = at::make_generator<at::CPUGeneratorImpl>(o.seed + 1);
-    for (int i = 0; i < 4; ++i) {
-      images_.push_back(at::rand({o.batch, o.channels, o.size, o.size}, generator) * 2 - 1);
-      labels_.push_back(at::randint(o.classes, {o.batch}, generator, at::kLong));
-    }
+// Four random image batches in [-1, 1] with labels, cycled.
+dew::bench::CycledBatches random_images(const Options& o) {
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(o.seed + 1);
+  std::vector<dew::data::Batch> pool(4);
+  for (auto& batch : pool) {
+    batch.set("images", at::rand({o.batch, o.channels, o.size, o.size}, generator) * 2 - 1);
+    batch.set("labels", at::randint(o.classes, {o.batch}, generator, at::kLong));
   }
-  dew::data::Batch next_batch(std::int64_t rows) override {
-    const auto i = static_cast<std::size_t>(position_++ % static_cast<std::int64_t>(images_.size()));
-    if (rows != images_[i].size(0)) throw std::runtime_error("RandomImages: asked for a different batch size");
-    dew::data::Batch batch;
-    batch.set("images", images_[i]);
-    batch.set("labels", labels_[i]);
-    return batch;
-  }
-  std::int64_t position() const override { return position_; }
-  void set_position(std::int64_t position) override { position_ = position; }
-  std::int64_t records() const override { return 1 << 30; }
-
- private:
-  std::vector<at::Tensor> images_, labels_;
-  std::int64_t position_ = 0;
-};
+  return dew::bench::CycledBatches(std::move(pool), o.batch);
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -163,7 +147,7 @@ void train(const Options& o, nlohmann::ordered_json& out) {
   auto model = dew::nn::diffusion::make_image_model(config);
   dew::objectives::diffusion::DiffusionObjective objective(dew::objectives::diffusion::diffusion_model(model),
                                                            diffusion_config(o), o.seed);
-  RandomImages images(o);
+  auto images = random_images(o);
   const auto device = dew::nn::resolve_device(o.device);
   double peak = 0;  // best of three: another process can only lower a measurement
   for (int i = 0; i < 3; ++i) peak = std::max(peak, dew::training::measure_peak_flops(device, at::kFloat));

@@ -61,28 +61,13 @@ struct Options {
   bool phases = false;
 };
 
-// Random rows of seq + 1 ids, drawn once: a small pool cycled through, so batch production costs nothing.
-class RandomRows final : public dew::data::BatchSource {
- public:
-  RandomRows(std::int64_t vocab, std::int64_t seq, std::int64_t rows, std::uint64_t seed) {
-    auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-    for (int i = 0; i < 4; ++i) pool_.push_back(at::randint(vocab, {rows, seq + 1}, generator, at::kLong));
-  }
-  dew::data::Batch next_batch(std::int64_t rows) override {
-    const auto& block = pool_[static_cast<std::size_t>(position_++ % static_cast<std::int64_t>(pool_.size()))];
-    if (rows != block.size(0)) throw std::runtime_error("RandomRows: asked for a different batch size");
-    dew::data::Batch batch;
-    batch.set("text", block);
-    return batch;
-  }
-  std::int64_t position() const override { return position_; }
-  void set_position(std::int64_t position) override { position_ = position; }
-  std::int64_t records() const override { return 1 << 30; }
-
- private:
-  std::vector<at::Tensor> pool_;
-  std::int64_t position_ = 0;
-};
+// Four batches of random rows of seq + 1 ids, cycled.
+dew::bench::CycledBatches random_rows(std::int64_t vocab, std::int64_t seq, std::int64_t rows, std::uint64_t seed) {
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  std::vector<dew::data::Batch> pool(4);
+  for (auto& batch : pool) batch.set("text", at::randint(vocab, {rows, seq + 1}, generator, at::kLong));
+  return dew::bench::CycledBatches(std::move(pool), rows);
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -151,7 +136,7 @@ dew::training::OptimConfig optim_config() { return dew::bench::adamw(3e-4, 0.95,
 // The Trainer's step by hand (see Trainer::train_step), timed per phase. The phases are separated by
 // synchronous CPU work, so each time is that phase's own.
 std::map<std::string, double> phase_times(const Options& o, dew::objectives::LMObjective& objective,
-                                          RandomRows& rows, c10::Device device) {
+                                          dew::bench::CycledBatches& rows, c10::Device device) {
   auto& module = objective.module();
   objective.init(o.seed);
   module.to(device);
@@ -219,7 +204,7 @@ int main(int argc, char** argv) {
     lm.seq_len = o.seq;
     lm.loss.token_accuracy = false;  // the peers compute the loss only
     dew::objectives::LMObjective objective(model, lm);
-    RandomRows rows(o.vocab, o.seq, o.batch, o.seed + 1);
+    auto rows = random_rows(o.vocab, o.seq, o.batch, o.seed + 1);
 
     const auto peak_dtype = config.dtype == "bfloat16" ? at::kBFloat16 : config.dtype == "float16" ? at::kHalf : at::kFloat;
     // Best of three: on a shared machine another process can only lower a measurement, never raise it.
