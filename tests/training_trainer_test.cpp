@@ -103,6 +103,42 @@ TEST(Trainer, FitReproducesTorchAdamWWithAndWithoutAccumulation) {
   }
 }
 
+// A real objective that records the trainer's after_step calls.
+class RecordingObjective final : public dew::objectives::Objective {
+ public:
+  RecordingObjective() : inner_(tiny_objective()) {}
+  std::string name() const override { return inner_.name(); }
+  void init(std::uint64_t seed) override { inner_.init(seed); }
+  torch::nn::Module& module() override { return inner_.module(); }
+  dew::objectives::Loss loss(const dew::data::Batch& batch, std::int64_t step) override { return inner_.loss(batch, step); }
+  dew::objectives::Statistics evaluate(const dew::data::Batch& batch) override { return inner_.evaluate(batch); }
+  nlohmann::ordered_json config_json() const override { return inner_.config_json(); }
+  void after_step(std::int64_t step, std::int64_t total) override { calls.emplace_back(step, total); }
+  std::vector<std::pair<std::int64_t, std::int64_t>> calls;
+
+ private:
+  LMObjective inner_;
+};
+
+TEST(Trainer, CallsAfterStepOncePerOptimizerStepIncludingAfterResume) {
+  dew::test::SingleThreaded threads;
+  TempDir data, run;
+  dew::test::write_tiny_tokens(data.path());
+  auto fit = [&](std::int64_t steps) {
+    RecordingObjective objective;
+    auto source = windows(data.path(), dew::data::Split::train);
+    auto config = small_run(steps);
+    config.grad_accum = 2;  // two micro-batches, one optimizer step: one call
+    Trainer trainer(objective, small_optim(), config, run.path());
+    trainer.set_output(nullptr);
+    trainer.fit(source);
+    return objective.calls;
+  };
+  using Calls = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  EXPECT_EQ(fit(3), (Calls{{0, 3}, {1, 3}, {2, 3}}));
+  EXPECT_EQ(fit(5), (Calls{{3, 5}, {4, 5}}));  // resumed from step 3
+}
+
 TEST(Trainer, TwoHalfBatchesEqualOneFullBatch) {
   dew::test::SingleThreaded threads;
   TempDir data, a, b;

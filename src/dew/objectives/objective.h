@@ -44,6 +44,14 @@ class Objective {
   // What Loss::count counts ("tokens", "images"): the trainer reports "<unit>_per_second".
   virtual std::string count_unit() const { return "tokens"; }
 
+  // Called by the trainer after each optimizer step (and the trainer's EMA), with the 0-based index of the
+  // step just taken and the total: where an objective updates weights outside the optimizer (JEPA's target
+  // encoder, an EMA of the context encoder). Not called for evaluation.
+  virtual void after_step(std::int64_t step, std::int64_t total_steps) {
+    (void)step;
+    (void)total_steps;
+  }
+
   // State beyond the module's parameters that a resumed run needs to continue exactly as an uninterrupted
   // one (GRPO's cached rollout between its optimisation passes). The trainer saves a non-empty map with
   // every checkpoint (RUN/<step>/objective.safetensors) and hands it back to load_state() on resume, on the

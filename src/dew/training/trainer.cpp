@@ -163,6 +163,7 @@ Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t 
   out.lr = learning_rate_at(optim_, step, optim_.schedule_steps(config_.steps));
   optimizer_->step(out.lr);
   ema_->update(step);
+  objective_.after_step(step, config_.steps);
   out.seconds = seconds_since(start);
   return out;
 }
