@@ -154,6 +154,41 @@ TEST(ImageRuns, UNetOnVpLearnsAndDiTOnEdmSamples) {
   EXPECT_NE(pndm.output.find("pndm"), std::string::npos) << pndm.output;
 }
 
+// dew train jepa on the quadrant images (8x8, patch 1: an 8x8 grid, room for I-JEPA's default blocks):
+// trains, resumes bit for bit (target encoder and mask stream included), evaluates with its collapse
+// diagnostics, and is refused by dew sample.
+std::string tiny_jepa(const fs::path& data, const fs::path& run, int steps) {
+  return "train jepa --data " + data.string() + " --out " + run.string() +
+         " --set model.patch_size=1 --set model.dim=16 --set model.depth=1 --set model.heads=2 --set model.predictor_dim=8"
+         " --set model.predictor_depth=1 --set model.predictor_heads=2 --set jepa.momentum_steps=6 --set jepa.momentum_start=0.9"
+         " --set trainer.batch_size=8 --set trainer.eval_every=0 --set trainer.checkpoint_every=3 --set trainer.device=cpu"
+         " --set trainer.peak_flops=1 --set optim.warmup_steps=0 --set optim.decay_steps=6 --set trainer.steps=" + std::to_string(steps);
+}
+
+TEST(ImageRuns, JepaTrainsResumesExactlyAndEvaluates) {
+  Data data;
+  TempDir runs;
+  auto straight = dew_run(tiny_jepa(data.dir.path(), runs / "straight", 6));
+  ASSERT_EQ(straight.status, 0) << straight.output;
+  EXPECT_NE(straight.output.find("effective_rank"), std::string::npos) << straight.output;
+  ASSERT_EQ(dew_run(tiny_jepa(data.dir.path(), runs / "stopped", 3)).status, 0);
+  auto resumed = dew_run(tiny_jepa(data.dir.path(), runs / "stopped", 6));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  dew::training::Checkpoint a(runs / "straight" / "6"), b(runs / "stopped" / "6");
+  ASSERT_GT(a.params().names().size(), 10u);
+  for (const auto& name : a.params().names()) EXPECT_TRUE(at::equal(a.params().view(name), b.params().view(name))) << name;
+
+  auto eval = dew_run("eval " + (runs / "straight").string() + " --json");
+  ASSERT_EQ(eval.status, 0) << eval.output;
+  auto j = nlohmann::json::parse(eval.output.substr(eval.output.find('{')));
+  EXPECT_GT(j.at("loss").get<double>(), 0.0);
+  EXPECT_GT(j.at("target_std").get<double>(), 0.0);
+  EXPECT_GT(j.at("effective_rank").get<double>(), 1.0);
+
+  auto sample = dew_run("sample " + (runs / "straight").string() + " --out " + (runs / "x.png").string());
+  EXPECT_NE(sample.status, 0);
+}
+
 TEST(ImageRuns, ClassifierLearnsTheQuadrantsAndRefusesToSample) {
   Data data;
   TempDir runs;

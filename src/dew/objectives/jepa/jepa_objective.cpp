@@ -49,7 +49,10 @@ JepaNetworksImpl::JepaNetworksImpl(const nn::vision::VisionTransformerConfig& co
 }
 
 JepaObjective::JepaObjective(nn::vision::VisionTransformerConfig model, JepaObjectiveConfig config, std::uint64_t seed)
-    : model_config_(std::move(model)), config_(std::move(config)), networks_(model_config_), target_(model_config_), seed_(seed) {
+    : JepaObjective(JepaNetworks(model), std::move(config), seed) {}
+
+JepaObjective::JepaObjective(JepaNetworks networks, JepaObjectiveConfig config, std::uint64_t seed)
+    : model_config_(networks->config()), config_(std::move(config)), networks_(std::move(networks)), target_(model_config_), seed_(seed) {
   config_.validate();
   for (auto& p : target_->parameters()) p.set_requires_grad(false);
   init(seed);

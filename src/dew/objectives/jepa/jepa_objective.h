@@ -31,6 +31,22 @@ struct JepaObjectiveConfig {
   // without changing the ramp (as optim.decay_steps does for the learning rate).
   std::int64_t momentum_steps = 0;
 
+  template <class V>
+  void fields(V& v) {
+    v("num_targets", masks.num_targets, "target blocks per image (I-JEPA's npred)");
+    v("target_scale_min", masks.target_scale.first, "smallest share of the patch grid a target block covers");
+    v("target_scale_max", masks.target_scale.second, "largest share of the patch grid a target block covers");
+    v("aspect_min", masks.aspect.first, "smallest height/width of a target block");
+    v("aspect_max", masks.aspect.second, "largest height/width of a target block");
+    v("context_scale_min", masks.context_scale.first, "smallest share of the grid the context block covers (before the targets are removed)");
+    v("context_scale_max", masks.context_scale.second, "largest share of the grid the context block covers");
+    v("min_keep", masks.min_keep, "a context block keeps more than this many patches");
+    v("allow_overlap", masks.allow_overlap, "let the context cover target blocks");
+    v("loss", loss, "smooth_l1 or l2 between predicted and target features");
+    v("momentum_start", momentum_start, "target encoder EMA momentum at step 0");
+    v("momentum_end", momentum_end, "target encoder EMA momentum at the end of the ramp");
+    v("momentum_steps", momentum_steps, "steps of the momentum ramp; 0 = trainer.steps");
+  }
   void validate() const;  // names jepa.<field> and the value
 };
 
@@ -38,6 +54,7 @@ struct JepaObjectiveConfig {
 class JepaNetworksImpl : public torch::nn::Module {
  public:
   explicit JepaNetworksImpl(const nn::vision::VisionTransformerConfig& config);
+  const nn::vision::VisionTransformerConfig& config() const { return encoder->config(); }
   nn::vision::VisionTransformer encoder{nullptr};
   nn::vision::JepaPredictor predictor{nullptr};
 };
@@ -46,6 +63,8 @@ TORCH_MODULE(JepaNetworks);
 class JepaObjective final : public Objective {
  public:
   JepaObjective(nn::vision::VisionTransformerConfig model, JepaObjectiveConfig config, std::uint64_t seed);
+  // Trains the given networks (a run's model, built before the objective).
+  JepaObjective(JepaNetworks networks, JepaObjectiveConfig config, std::uint64_t seed);
 
   std::string name() const override { return "jepa"; }
   std::string count_unit() const override { return "images"; }
