@@ -4,6 +4,7 @@
 // bright quadrant).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -187,6 +188,34 @@ TEST(ImageRuns, JepaTrainsResumesExactlyAndEvaluates) {
 
   auto sample = dew_run("sample " + (runs / "straight").string() + " --out " + (runs / "x.png").string());
   EXPECT_NE(sample.status, 0);
+
+  // dew probe: the encoder's, a fresh encoder's and the pixels' top-1 on the t10k split. The quadrant classes
+  // are separable in pixel space: the pixel kNN is perfect.
+  for (const std::string method : {"knn", "linear"}) {
+    auto probe = dew_run("probe " + (runs / "straight").string() + " --method " + method + " --json --k 5");
+    ASSERT_EQ(probe.status, 0) << probe.output;
+    auto p = nlohmann::json::parse(probe.output.substr(probe.output.find('{')));
+    EXPECT_EQ(p.at("method"), method);
+    for (const char* key : {"top1", "random_init_top1", "pixels_top1"}) {
+      EXPECT_GE(p.at(key).get<double>(), 0.0) << key;
+      EXPECT_LE(p.at(key).get<double>(), 1.0) << key;
+    }
+    EXPECT_EQ(p.at("test_images").get<double>(), 16.0);
+    if (method == "knn") EXPECT_EQ(p.at("pixels_top1").get<double>(), 1.0) << probe.output;
+  }
+  auto wrong = dew_run("probe " + (runs / "straight").string() + " --method svm");
+  EXPECT_NE(wrong.status, 0);
+  EXPECT_NE(wrong.output.find("--method must be knn or linear"), std::string::npos) << wrong.output;
+
+  // The probe during training (jepa.probe_every at evaluations): logged and plotted.
+  auto probed = dew_run(tiny_jepa(data.dir.path(), runs / "probed", 4) + " --set trainer.eval_every=2 --set jepa.probe_every=2"
+                        " --set jepa.probe_images=32 --set jepa.probe_queries=16");
+  ASSERT_EQ(probed.status, 0) << probed.output;
+  EXPECT_NE(probed.output.find("probe/knn_top1"), std::string::npos) << probed.output;
+  const std::string log = dew::test::read_text(runs / "probed" / "tracking" / "probe.jsonl");
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;  // steps 2 and 4
+  EXPECT_NE(log.find("\"step\":2"), std::string::npos) << log;
+  EXPECT_TRUE(fs::exists(runs / "probed" / "tracking" / "probe_knn_top1.png"));
 }
 
 TEST(ImageRuns, ClassifierLearnsTheQuadrantsAndRefusesToSample) {

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   dew::cli::add_generate_command(app);
   dew::cli::add_chat_command(app);
   dew::cli::add_sample_command(app);
+  dew::cli::add_probe_command(app);
   dew::cli::add_export_command(app);
   try {
     app.parse(argc, argv);

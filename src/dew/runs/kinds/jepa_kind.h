@@ -4,6 +4,8 @@
 // Labels, when the images have them, are not used for training (the probes will use them). A row of the
 // run-kind table (run_kind.h).
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "dew/nn/vision/vision_transformer.h"
 #include "dew/objectives/jepa/jepa_objective.h"
@@ -12,9 +14,24 @@
 
 namespace dew::runs {
 
+// The "jepa" section: the objective's fields and the run's probing during training.
+struct JepaSection : objectives::jepa::JepaObjectiveConfig {
+  std::int64_t probe_every = 500;      // kNN probe at evaluations whose step is a multiple; 0 = never
+  std::int64_t probe_images = 5000;    // training images the probe's neighbours come from
+  std::int64_t probe_queries = 1000;   // further training images it classifies
+
+  template <class V>
+  void fields(V& v) {
+    JepaObjectiveConfig::fields(v);
+    v("probe_every", probe_every, "run the kNN probe at evaluations whose step is a multiple of this (0 = never); logs tracking/probe.jsonl and its plot");
+    v("probe_images", probe_images, "probe during training: training images whose features are the neighbours");
+    v("probe_queries", probe_queries, "probe during training: further training images it classifies (top-1 reported)");
+  }
+};
+
 struct JepaRunConfig : ImageSections {
   nn::vision::VisionTransformerConfig model;  // image_size and channels come from the data
-  objectives::jepa::JepaObjectiveConfig jepa;
+  JepaSection jepa;
 
   JepaRunConfig() {
     model.patch_size = 4;  // 28x28 Fashion-MNIST: a 7x7 grid
@@ -44,5 +61,27 @@ struct JepaRunConfig : ImageSections {
 };
 
 std::unique_ptr<RunKind> make_jepa_kind();
+
+// `dew probe`: the encoder's mean-pooled features of the train split's images train a probe that is scored
+// on the test split; the same probe on a freshly initialised encoder (the run's own initialisation) and on
+// the raw pixels gives the baselines every report shows.
+struct ProbeRequest {
+  std::string method = "knn";  // knn | linear
+  std::string data;            // IDX directory with train and t10k splits; empty = the run's data.path
+  std::int64_t k = 20;
+  double temperature = 0.07;
+  std::int64_t linear_steps = 300;
+  std::int64_t max_train = 0;  // 0 = every training image; else the first N (faster probes)
+  std::optional<std::int64_t> step;
+  std::string device;
+};
+
+struct ProbeResult {
+  std::string method, checkpoint;
+  double top1 = 0, random_init_top1 = 0, pixels_top1 = 0;
+  std::int64_t train_images = 0, test_images = 0;
+};
+
+ProbeResult probe_jepa_run(const Run& run, const ProbeRequest& request);
 
 }  // namespace dew::runs
