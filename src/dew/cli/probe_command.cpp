@@ -21,6 +21,7 @@ void add_probe_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("probe", "Probe a JEPA run's frozen encoder with kNN or a linear classifier");
   cmd->add_option("run_dir", *run_dir, "run directory written by `dew train jepa`")->required();
   cmd->add_option("--method", request->method, "knn (weighted k-nearest neighbours) or linear (default knn)");
+  cmd->add_option("--encoder", request->encoder, "context (default; on runs of a few thousand steps the EMA target, momentum 0.996, still lags it) or target (the EMA encoder, what I-JEPA evaluates)");
   cmd->add_option("--data", request->data, "IDX directory with train and t10k splits (default: the run's data)");
   cmd->add_option("--k", request->k, "knn: neighbours that vote (default 20)");
   cmd->add_option("--temperature", request->temperature, "knn: vote weight exp(similarity / T) (default 0.07)");
@@ -37,6 +38,7 @@ void add_probe_command(CLI::App& app) {
     if (*json) {
       nlohmann::ordered_json j;
       j["method"] = r.method;
+      j["encoder"] = r.encoder;
       j["top1"] = r.top1;
       j["random_init_top1"] = r.random_init_top1;
       j["pixels_top1"] = r.pixels_top1;
@@ -46,8 +48,8 @@ void add_probe_command(CLI::App& app) {
       std::printf("%s\n", j.dump().c_str());
       return;
     }
-    std::printf("%s probe of '%s' (%lld training, %lld test images): top-1 %.4f; a random encoder %.4f; raw pixels %.4f\n",
-                r.method.c_str(), r.checkpoint.c_str(), static_cast<long long>(r.train_images), static_cast<long long>(r.test_images),
+    std::printf("%s probe of the %s encoder of '%s' (%lld training, %lld test images): top-1 %.4f; a random encoder %.4f; raw pixels %.4f\n",
+                r.method.c_str(), r.encoder.c_str(), r.checkpoint.c_str(), static_cast<long long>(r.train_images), static_cast<long long>(r.test_images),
                 r.top1, r.random_init_top1, r.pixels_top1);
   });
 }

@@ -1,5 +1,7 @@
 #include "dew/objectives/grpo_objective.h"
 
+#include "dew/core/stream_seed.h"
+
 #include <algorithm>
 #include <cmath>
 #include <span>
@@ -34,13 +36,6 @@ bool starts_spec(const std::string& piece) {
     if (piece.rfind(prefix, 0) == 0) return true;
   }
   return false;
-}
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 c10::Device device_of(torch::nn::Module& module) { return module.parameters().front().device(); }
@@ -81,8 +76,7 @@ void GrpoObjectiveConfig::validate() const {
 
 std::uint64_t rollout_seed(std::uint64_t seed, std::int64_t step, std::int64_t micro) {
   constexpr std::uint64_t kPurpose = 0x6772706f726f6c6cULL;  // "grporoll": a stream no other purpose draws
-  return splitmix64(splitmix64(splitmix64(seed ^ kPurpose) ^ static_cast<std::uint64_t>(step)) ^
-                    static_cast<std::uint64_t>(micro));
+  return stream_seed(seed, kPurpose, step, micro);
 }
 
 GrpoObjective::GrpoObjective(GrpoSetup setup)

@@ -1,5 +1,7 @@
 #include "dew/objectives/diffusion/diffusion_objective.h"
 
+#include "dew/core/stream_seed.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "dew/core/error.h"
@@ -9,21 +11,13 @@ namespace dew::objectives::diffusion {
 
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 constexpr std::uint64_t kEvaluationStep = 0x6576616c75617465ULL;  // "evaluate": not a step a run reaches
 
 }  // namespace
 
 std::uint64_t noise_seed(std::uint64_t seed, std::int64_t step, std::int64_t micro) {
   constexpr std::uint64_t kPurpose = 0x646966666e6f6973ULL;  // "diffnois": a stream no other purpose draws
-  return splitmix64(splitmix64(splitmix64(seed ^ kPurpose) ^ static_cast<std::uint64_t>(step)) ^
-                    static_cast<std::uint64_t>(micro));
+  return stream_seed(seed, kPurpose, step, micro);
 }
 
 Prediction DiffusionObjectiveConfig::resolved_prediction() const {

@@ -6,22 +6,16 @@
 
 #include "dew/core/config.h"
 #include "dew/core/error.h"
+#include "dew/core/stream_seed.h"
 
 namespace dew::objectives::jepa {
 
 namespace {
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // The mask generator's seed for micro-batch `micro` of step `step`: a stream no other purpose draws.
 std::uint64_t mask_seed(std::uint64_t seed, std::int64_t step, std::int64_t micro) {
   constexpr std::uint64_t kPurpose = 0x6a6570616d61736bULL;  // "jepamask"
-  return splitmix64(splitmix64(splitmix64(seed ^ kPurpose) ^ static_cast<std::uint64_t>(step)) ^ static_cast<std::uint64_t>(micro));
+  return stream_seed(seed, kPurpose, step, micro);
 }
 
 constexpr std::int64_t kEvaluationStep = -1;

@@ -10,6 +10,7 @@
 #include "dew/objectives/jepa/probes.h"
 #include "dew/runs/image_kind.h"
 #include "dew/telemetry/plot.h"
+#include "dew/training/checkpoint.h"
 
 namespace dew::runs {
 namespace {
@@ -153,6 +154,21 @@ ProbeResult probe_jepa_run(const Run& run, const ProbeRequest& request) {
   auto model = std::dynamic_pointer_cast<objectives::jepa::JepaNetworksImpl>(image_run->load_model(/*live=*/true, request.step, request.device, &loaded));
   if (!model) fail("internal: the JEPA run loaded another model");
   result.checkpoint = loaded.string();
+  result.encoder = request.encoder;
+  if (request.encoder == "target") {
+    // The target encoder lives in the checkpoint's objective state ("target.<parameter>").
+    const training::Checkpoint checkpoint(loaded);
+    if (!checkpoint.objective_state()) fail("checkpoint '", loaded.string(), "' holds no target encoder (objective.safetensors)");
+    const auto state = training::Checkpoint::tensors(*checkpoint.objective_state());
+    at::NoGradGuard no_grad;
+    for (auto& item : model->encoder->named_parameters()) {
+      auto it = state.find("target." + item.key());
+      if (it == state.end()) fail("checkpoint '", loaded.string(), "' lacks the target encoder's '", item.key(), "'");
+      item.value().copy_(it->second);
+    }
+  } else if (request.encoder != "context") {
+    fail("--encoder must be target or context, got \"", request.encoder, "\"");
+  }
   result.top1 = score(pooled_features(*model->encoder, train.pixels), pooled_features(*model->encoder, test.pixels));
   // The run's own initialisation (trainer.seed), before any training.
   nn::vision::VisionTransformer fresh(m);

@@ -67,6 +67,7 @@ std::unique_ptr<RunKind> make_jepa_kind();
 // the raw pixels gives the baselines every report shows.
 struct ProbeRequest {
   std::string method = "knn";  // knn | linear
+  std::string encoder = "context";  // context (default: on short runs the slow EMA target lags it) | target (what I-JEPA evaluates)
   std::string data;            // IDX directory with train and t10k splits; empty = the run's data.path
   std::int64_t k = 20;
   double temperature = 0.07;
@@ -77,7 +78,7 @@ struct ProbeRequest {
 };
 
 struct ProbeResult {
-  std::string method, checkpoint;
+  std::string method, encoder, checkpoint;
   double top1 = 0, random_init_top1 = 0, pixels_top1 = 0;
   std::int64_t train_images = 0, test_images = 0;
 };
