@@ -12,7 +12,7 @@
 #include "dew/cli/model_options.h"
 #include "dew/core/error.h"
 #include "dew/core/interrupt.h"
-#include "dew/inference/generate.h"
+#include "dew/cli/decoding.h"
 #include "dew/runs/model_source.h"
 
 namespace dew::cli {
@@ -23,12 +23,14 @@ struct ChatFlags {
   std::string system;
   std::optional<std::string> prompt;  // absent: interactive; given (even empty): one answer
   inference::Sampling sampling{.temperature = 0.0, .max_new_tokens = 256};
+  MaskedFlags masked;
 };
 
 class Conversation {
  public:
-  Conversation(runs::LoadedModel& loaded, const inference::Sampling& sampling, const std::string& system)
-      : loaded_(loaded), sampling_(sampling) {
+  Conversation(runs::LoadedModel& loaded, const inference::Sampling& sampling, const MaskedFlags& masked,
+               const std::string& system)
+      : loaded_(loaded), sampling_(sampling), masked_(masked) {
     if (!system.empty()) messages_.push_back({{"role", "system"}, {"content", system}});
     system_messages_ = messages_.size();
     sampling_.eos_ids.assign(loaded.tokenizer.stop_ids.begin(), loaded.tokenizer.stop_ids.end());
@@ -57,7 +59,7 @@ class Conversation {
     inference::Sampling sampling = sampling_;
     sampling.max_new_tokens = std::min<std::int64_t>(sampling.max_new_tokens, context - static_cast<std::int64_t>(ids.size()));
     std::vector<std::vector<std::int32_t>> prompts{{ids.begin(), ids.end()}};
-    auto out = inference::generate(loaded_.model, prompts, sampling);
+    auto out = continue_prompts(loaded_, prompts, sampling, masked_);
     std::vector<data::TokenId> reply(out.tokens[0].begin(), out.tokens[0].end());
     if (out.stopped_at_eos[0] && !reply.empty()) reply.pop_back();  // the end-of-turn token is not text
     std::string text = loaded_.tokenizer.tokenizer->decode(reply);
@@ -68,6 +70,7 @@ class Conversation {
  private:
   runs::LoadedModel& loaded_;
   inference::Sampling sampling_;
+  MaskedFlags masked_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
   std::size_t system_messages_ = 0;
 };
@@ -80,6 +83,7 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("--prompt", flags->prompt, "one user message: print the answer and exit (default: interactive on stdin)");
   cmd->add_option("--system", flags->system, "a system message placed first in the conversation");
   add_sampling_options(cmd, flags->sampling);
+  add_masked_sampling_options(cmd, flags->masked);
 
   cmd->callback([flags] {
     check_sampling_flags(flags->sampling);
@@ -92,7 +96,7 @@ void add_chat_command(CLI::App& app) {
       fail("'", flags->model.model, "' has no chat template (", loaded.description,
            "); use `dew generate` to continue plain text");
     }
-    Conversation chat(loaded, flags->sampling, flags->system);
+    Conversation chat(loaded, flags->sampling, flags->masked, flags->system);
     if (flags->prompt) {
       std::printf("%s\n", chat.answer(*flags->prompt).c_str());
       return;

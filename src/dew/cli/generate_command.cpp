@@ -1,6 +1,7 @@
 // `dew generate MODEL --prompt TEXT`: continue prompts with a model (a run directory: the EMA weights unless
 // --live; a Hugging Face checkpoint directory; a GGUF file), encoding and decoding with the model's own
-// tokenizer (BOS added where the tokenizer asks for it). Greedy unless --temperature > 0.
+// tokenizer (BOS added where the tokenizer asks for it). Greedy unless --temperature > 0. Masked-diffusion
+// models (MDLM runs, LLaDA, Dream) refine the whole continuation with the Unmask sampler (cli/decoding.h).
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "dew/cli/commands.h"
+#include "dew/cli/decoding.h"
 #include "dew/cli/model_options.h"
 #include "dew/core/error.h"
 #include "dew/core/interrupt.h"
@@ -21,6 +23,7 @@ struct GenerateFlags {
   ModelFlags model;
   std::vector<std::string> prompts;
   inference::Sampling sampling{.temperature = 0.0};
+  MaskedFlags masked;
   bool json = false, no_eos = false;
 };
 }  // namespace
@@ -33,6 +36,7 @@ void add_generate_command(CLI::App& app) {
       ->required();
   add_sampling_options(cmd, flags->sampling);
   cmd->add_option("--n", flags->sampling.n, "continuations per prompt (1)");
+  add_masked_sampling_options(cmd, flags->masked);
   cmd->add_flag("--no-eos", flags->no_eos, "do not stop at the tokenizer's end-of-text token");
   cmd->add_flag("--json", flags->json, "print one JSON object per continuation (text, tokens, logprobs)");
 
@@ -65,7 +69,7 @@ void add_generate_command(CLI::App& app) {
       sampling.max_new_tokens = fits;
     }
 
-    inference::Generation out = inference::generate(loaded.model, prompts, sampling);
+    Continuations out = continue_prompts(loaded, prompts, sampling, flags->masked);
     for (std::int64_t row = 0; row < out.rows(); ++row) {
       const auto& tokens = out.tokens[static_cast<std::size_t>(row)];
       std::vector<data::TokenId> ids(tokens.begin(), tokens.end());
@@ -75,7 +79,11 @@ void add_generate_command(CLI::App& app) {
         j["prompt"] = prompt;
         j["text"] = tokenizer->decode(ids);
         j["tokens"] = tokens;
-        j["logprobs"] = out.logprobs[static_cast<std::size_t>(row)];
+        if (out.masked) {
+          j["refinements"] = out.refinements[static_cast<std::size_t>(row)];
+        } else {
+          j["logprobs"] = out.logprobs[static_cast<std::size_t>(row)];
+        }
         j["stopped_at_eos"] = static_cast<bool>(out.stopped_at_eos[static_cast<std::size_t>(row)]);
         j["model"] = loaded.description;
         // Decoded text can end inside a UTF-8 sequence (tokens are bytes); JSON gets U+FFFD there.

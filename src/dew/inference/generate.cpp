@@ -25,36 +25,6 @@ class EvalMode {
   bool was_training_;
 };
 
-void check_request(const nn::CausalTransformerConfig& config, const std::vector<std::vector<std::int32_t>>& prompts,
-                   const Sampling& sampling) {
-  sampling.validate();
-  if (prompts.empty()) dew::fail("generate: no prompts given; pass at least one prompt of at least one token");
-  std::size_t longest = 0;
-  for (std::size_t i = 0; i < prompts.size(); ++i) {
-    if (prompts[i].empty()) dew::fail("generate: prompt ", i, " is empty; a prompt needs at least one token");
-    for (std::size_t j = 0; j < prompts[i].size(); ++j) {
-      auto id = prompts[i][j];
-      if (id < 0 || id >= config.vocab_size) {
-        dew::fail("generate: prompt ", i, " holds token id ", id, " at index ", j, "; the model's vocabulary is [0, ",
-                  config.vocab_size, ")");
-      }
-    }
-    if (prompts[i].size() > prompts[longest].size()) longest = i;
-  }
-  auto length = static_cast<std::int64_t>(prompts[longest].size());
-  // Compared as a difference: length + max_new_tokens overflows for a max_new_tokens near 2^63.
-  if (sampling.max_new_tokens > config.max_seq_len - length) {
-    dew::fail("generate: prompt ", longest, " has ", length, " tokens and max_new_tokens is ", sampling.max_new_tokens,
-              "; together they exceed the model's max_seq_len of ", config.max_seq_len,
-              ". Shorten the prompt or lower max_new_tokens");
-  }
-  for (auto id : sampling.eos_ids) {
-    if (id < 0 || id >= config.vocab_size) {
-      dew::fail("sampling.eos_ids holds ", id, ", outside the model's vocabulary [0, ", config.vocab_size, ")");
-    }
-  }
-}
-
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 Generation generate_checked(nn::CausalTransformer& model, const std::vector<std::vector<std::int32_t>>& prompts,
@@ -138,10 +108,41 @@ void keep_rows(nn::KVCache& cache, const at::Tensor& keep) {
 
 }  // namespace
 
+void check_generation_request(const nn::CausalTransformerConfig& config, const std::vector<std::vector<std::int32_t>>& prompts,
+                   const Sampling& sampling) {
+  sampling.validate();
+  if (prompts.empty()) dew::fail("generate: no prompts given; pass at least one prompt of at least one token");
+  std::size_t longest = 0;
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    if (prompts[i].empty()) dew::fail("generate: prompt ", i, " is empty; a prompt needs at least one token");
+    for (std::size_t j = 0; j < prompts[i].size(); ++j) {
+      auto id = prompts[i][j];
+      if (id < 0 || id >= config.vocab_size) {
+        dew::fail("generate: prompt ", i, " holds token id ", id, " at index ", j, "; the model's vocabulary is [0, ",
+                  config.vocab_size, ")");
+      }
+    }
+    if (prompts[i].size() > prompts[longest].size()) longest = i;
+  }
+  auto length = static_cast<std::int64_t>(prompts[longest].size());
+  // Compared as a difference: length + max_new_tokens overflows for a max_new_tokens near 2^63.
+  if (sampling.max_new_tokens > config.max_seq_len - length) {
+    dew::fail("generate: prompt ", longest, " has ", length, " tokens and max_new_tokens is ", sampling.max_new_tokens,
+              "; together they exceed the model's max_seq_len of ", config.max_seq_len,
+              ". Shorten the prompt or lower max_new_tokens");
+  }
+  for (auto id : sampling.eos_ids) {
+    if (id < 0 || id >= config.vocab_size) {
+      dew::fail("sampling.eos_ids holds ", id, ", outside the model's vocabulary [0, ", config.vocab_size, ")");
+    }
+  }
+}
+
+
 Generation generate(nn::CausalTransformer& model, const std::vector<std::vector<std::int32_t>>& prompts,
                     const Sampling& sampling) {
   const auto& config = model->config();
-  check_request(config, prompts, sampling);
+  check_generation_request(config, prompts, sampling);
   std::int64_t longest_prompt = 0;
   for (const auto& p : prompts) longest_prompt = std::max(longest_prompt, static_cast<std::int64_t>(p.size()));
   check_memory(config, static_cast<std::int64_t>(prompts.size()) * sampling.n, longest_prompt, sampling,

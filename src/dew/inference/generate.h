@@ -33,6 +33,11 @@ struct Generation {
 // whose length plus max_new_tokens exceeds the model's max_seq_len (both numbers are named), more rows
 // than the machine's memory holds (estimated before allocating on CPU; the allocator's report on GPU),
 // or non-finite logits from the model (NaN/Inf weights), named by step.
+// The request checks generate() makes (and masked_generate): valid sampling settings, prompts present, non
+// empty and inside the vocabulary, room for max_new_tokens after the longest, EOS ids in the vocabulary.
+void check_generation_request(const nn::CausalTransformerConfig& config, const std::vector<std::vector<std::int32_t>>& prompts,
+                              const Sampling& sampling);
+
 Generation generate(nn::CausalTransformer& model, const std::vector<std::vector<std::int32_t>>& prompts,
                     const Sampling& sampling);
 

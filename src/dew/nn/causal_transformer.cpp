@@ -136,8 +136,9 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
     return &it->second;
   };
 
-  // One mask per distinct window, shared by the layers of that kind; none at all on the plain causal path.
-  bool plain = !in.cache && !in.segment_ids.defined() && config_.causal;
+  // One mask per distinct window, shared by the layers of that kind; none at all on the plain path (no cache,
+  // no segments): full layers there attend by SDPA's causal flag, or to everything when the model is bidirectional.
+  bool plain = !in.cache && !in.segment_ids.defined();
   MaskInputs mask_inputs;
   if (in.cache) {
     auto& cache = *in.cache;
@@ -155,11 +156,11 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
     auto window = config_.window_of_layer(i);
     AttentionCall call{angles_for(i), {}, false, in.cache, i};
     if (plain && window == 0) {
-      call.is_causal = true;
+      call.is_causal = config_.causal;
     } else {
       if (plain && !mask_inputs.query_positions.defined()) {
         auto ones = at::ones({B, S}, longs);
-        mask_inputs = {positions, ones, positions, ones, 0, true};
+        mask_inputs = {positions, ones, positions, ones, 0, config_.causal};
       }
       auto it = masks.find(window);
       if (it == masks.end()) it = masks.emplace(window, attention_mask(mask_inputs, window)).first;

@@ -35,6 +35,14 @@ void CausalTransformerConfig::validate() const {
   positive(num_layers, "num_layers");
   positive(num_heads, "num_heads");
   positive(max_seq_len, "max_seq_len");
+  if (mask_token_id >= 0 && causal) {
+    dew::fail("model.mask_token_id is ", mask_token_id, " but model.causal is true; a masked-diffusion model reads the whole row: "
+              "set model.causal=false, or mask_token_id=-1 for an autoregressive decoder");
+  }
+  if (mask_token_id < -1 || mask_token_id >= vocab_size) {
+    dew::fail("model.mask_token_id is ", mask_token_id, " but token ids are in [0, ", vocab_size,
+              ") (model.vocab_size); use an id inside the vocabulary, or -1 for none");
+  }
   if (num_kv_heads < 0) dew::fail("model.num_kv_heads must be >= 0, got ", num_kv_heads);
   if (head_dim < 0) dew::fail("model.head_dim must be >= 0 (0 = emb_features / num_heads), got ", head_dim);
   if (mlp_features < 0) dew::fail("model.mlp_features must be >= 0 (0 = 4 * emb_features), got ", mlp_features);

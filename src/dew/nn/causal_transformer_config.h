@@ -70,6 +70,7 @@ struct CausalTransformerConfig {
   double embedding_scale = 1.0;  // multiplies the embeddings (Gemma uses sqrt(emb_features))
   double final_logit_softcap = 0.0;  // 0 = off; else logits = cap * tanh(logits / cap)
   bool causal = true;               // false = bidirectional (masked diffusion)
+  std::int64_t mask_token_id = -1;  // masked diffusion: the id that marks a masked position; -1 = none
   std::string dtype = "float32";        // compute: float32 | bfloat16 | float16
   std::string param_dtype = "float32";  // storage of the parameters
 
@@ -102,6 +103,7 @@ struct CausalTransformerConfig {
     v("embedding_scale", embedding_scale, "multiplier on the token embeddings");
     v("final_logit_softcap", final_logit_softcap, "0 = off; else cap * tanh(logits / cap)");
     v("causal", causal, "false gives bidirectional attention");
+    v("mask_token_id", mask_token_id, "masked-diffusion models: the id of the mask token (needs causal = false); -1 = none");
     v("dtype", dtype, "compute dtype: float32, bfloat16 or float16");
     v("param_dtype", param_dtype, "parameter storage dtype");
   }

@@ -29,11 +29,14 @@ class Statistics {
     return it == values_.end() ? std::nan("") : it->second.mean();
   }
   const std::map<std::string, Statistic>& values() const { return values_; }
-  // Means of every statistic, plus perplexity = exp(ce) where a "ce" statistic exists.
+  // Means of every statistic, plus perplexity = exp(ce) where a "ce" statistic exists, and
+  // perplexity_bound = exp(nelbo) where a masked-diffusion negative ELBO per token exists (an upper bound
+  // on the model's perplexity, not comparable with an autoregressive model's exp(ce)).
   std::map<std::string, double> summary() const {
     std::map<std::string, double> out;
     for (const auto& [name, s] : values_) out[name] = s.mean();
     if (has("ce")) out["perplexity"] = std::exp(mean("ce"));
+    if (has("nelbo")) out["perplexity_bound"] = std::exp(mean("nelbo"));
     return out;
   }
 

@@ -2,12 +2,20 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <limits>
+
 namespace dew::objectives {
 namespace {
 
 at::Tensor logits_fp32(const at::Tensor& hidden, const at::Tensor& weight, double softcap) {
   auto z = at::linear(hidden, weight.to(hidden.scalar_type())).to(at::kFloat);
   return softcap > 0 ? at::tanh(z / softcap) * softcap : z;
+}
+
+// z with column `excluded` at -inf (out of place, so autograd sees a plain function of z).
+at::Tensor without(const at::Tensor& z, std::int64_t excluded) {
+  if (excluded < 0) return z;
+  return z.index_fill(1, at::full({1}, excluded, z.options().dtype(at::kLong)), -std::numeric_limits<float>::infinity());
 }
 
 // The fused log_softmax + nll kernels (forward and backward) are ~25% faster than logsumexp - gather
@@ -17,7 +25,7 @@ CrossEntropySums sums_of(const at::Tensor& z, const at::Tensor& targets, const a
   CrossEntropySums out{(per_token * weights).sum(), at::Tensor()};
   if (count_correct) {
     at::NoGradGuard no_grad;
-    out.correct = ((z.argmax(-1) == targets).to(at::kFloat) * weights).sum();
+    out.correct = ((z.argmax(-1) == targets) & (weights != 0)).to(at::kFloat).sum();
   }
   return out;
 }
@@ -30,7 +38,8 @@ struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntrop
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
                                                 const at::Tensor& weight, const at::Tensor& targets,
                                                 const at::Tensor& weights, double softcap, std::int64_t chunk,
-                                                bool count_correct, bool grad_hidden_needed, bool grad_weight_needed) {
+                                                bool count_correct, std::int64_t excluded, bool grad_hidden_needed,
+                                                bool grad_weight_needed) {
     auto N = hidden.size(0);
     auto loss = at::zeros({}, hidden.options().dtype(at::kFloat));
     auto correct = at::zeros({}, hidden.options().dtype(at::kFloat));
@@ -43,15 +52,16 @@ struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntrop
       auto t = targets.narrow(0, start, n).unsqueeze(1);
       auto w = weights.narrow(0, start, n);
       auto z = logits_fp32(h, weight, softcap);
-      if (count_correct) correct += ((z.argmax(-1) == t.squeeze(1)).to(at::kFloat) * w).sum();
-      auto logp = at::log_softmax(z, -1);
+      auto kept = without(z, excluded);
+      if (count_correct) correct += ((kept.argmax(-1) == t.squeeze(1)) & (w != 0)).to(at::kFloat).sum();
+      auto logp = at::log_softmax(kept, -1);
       loss -= (logp.gather(1, t).squeeze(1) * w).sum();
       if (!grad_hidden_needed && !grad_weight_needed) continue;
       // d(lse - z_t)/dz = softmax(z) - onehot(t), times each token's weight (softmax reuses logp's memory).
       auto dz = logp.exp_();
       dz.scatter_add_(1, t, at::full({n, 1}, -1.0, dz.options()));
       dz.mul_(w.unsqueeze(1));
-      if (softcap > 0) dz.mul_(1 - (z / softcap).pow(2));  // through cap * tanh(x / cap)
+      if (softcap > 0) dz.mul_(1 - (z / softcap).pow(2));  // through cap * tanh(x / cap); z is finite here
       if (grad_hidden_needed) grad_hidden.narrow(0, start, n).copy_(at::mm(dz.to(h.scalar_type()), w_compute));
       if (grad_weight_needed) grad_weight.add_(at::mm(dz.t(), h.to(at::kFloat)));
     }
@@ -69,7 +79,7 @@ struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntrop
     at::Tensor grad_weight = saved[1].defined() ? (saved[1] * g).to(ctx->saved_data["weight_dtype"].toScalarType())
                                                 : at::Tensor();
     return {grad_hidden, grad_weight, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor()};
+            at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -77,14 +87,14 @@ struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntrop
 
 CrossEntropySums token_cross_entropy(const at::Tensor& hidden, const at::Tensor& output_weight,
                                      const at::Tensor& targets, const at::Tensor& weights, double softcap,
-                                     std::int64_t chunk_tokens, bool count_correct) {
+                                     std::int64_t chunk_tokens, bool count_correct, std::int64_t excluded_id) {
   if (chunk_tokens <= 0 || chunk_tokens >= hidden.size(0)) {
-    return sums_of(logits_fp32(hidden, output_weight, softcap), targets, weights, count_correct);
+    return sums_of(without(logits_fp32(hidden, output_weight, softcap), excluded_id), targets, weights, count_correct);
   }
   // Inside forward() grad mode is off, so whether the gradients will be wanted is decided here.
   const bool grad = at::GradMode::is_enabled();
   auto out = ChunkedCrossEntropy::apply(hidden, output_weight, targets, weights, softcap, chunk_tokens, count_correct,
-                                        grad && hidden.requires_grad(), grad && output_weight.requires_grad());
+                                        excluded_id, grad && hidden.requires_grad(), grad && output_weight.requires_grad());
   return {out[0], count_correct ? out[1] : at::Tensor()};
 }
 

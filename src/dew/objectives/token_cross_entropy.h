@@ -13,15 +13,17 @@ namespace dew::objectives {
 
 struct CrossEntropySums {
   at::Tensor loss_sum;  // fp32 scalar, differentiable: sum over tokens of weight * ce
-  at::Tensor correct;   // fp32 scalar, no gradient: sum over tokens of weight * [argmax == target];
+  at::Tensor correct;   // fp32 scalar, no gradient: how many tokens of nonzero weight have argmax == target;
                         // undefined unless asked for (the argmax over [N, V] costs ~10% of a small model's step)
 };
 
 // hidden [N, E] (compute dtype), output_weight [V, E] (the parameter itself), targets [N] int64,
 // weights [N] fp32. softcap > 0 applies cap * tanh(logits / cap) before the softmax. count_correct
-// also fills `correct`.
+// also fills `correct`. excluded_id >= 0 gives that token no probability mass (its logit is -inf in the
+// softmax and the argmax): masked diffusion's mask token, which is never a target.
 CrossEntropySums token_cross_entropy(const at::Tensor& hidden, const at::Tensor& output_weight,
                                      const at::Tensor& targets, const at::Tensor& weights, double softcap,
-                                     std::int64_t chunk_tokens, bool count_correct = true);
+                                     std::int64_t chunk_tokens, bool count_correct = true,
+                                     std::int64_t excluded_id = -1);
 
 }  // namespace dew::objectives

@@ -6,6 +6,7 @@
 #include "dew/runs/kinds/grpo_kind.h"
 #include "dew/runs/kinds/jepa_kind.h"
 #include "dew/runs/kinds/lm_kind.h"
+#include "dew/runs/kinds/mdlm_kind.h"
 #include "dew/runs/kinds/sft_kind.h"
 #include "dew/runs/run_kind.h"
 
@@ -18,6 +19,7 @@ const std::vector<std::unique_ptr<RunKind>>& run_kinds() {
     kinds.push_back(make_sft_kind());
     kinds.push_back(make_dpo_kind());
     kinds.push_back(make_grpo_kind());
+    kinds.push_back(make_mdlm_kind());
     kinds.push_back(make_diffusion_kind());
     kinds.push_back(make_classifier_kind());
     kinds.push_back(make_jepa_kind());

@@ -1,71 +1,37 @@
 #include "dew/runs/kinds/lm_kind.h"
 
-#include <system_error>
-
 #include "dew/core/error.h"
-#include "dew/data/packed_tokens.h"
-#include "dew/data/prefetcher.h"
-#include "dew/data/token_files.h"
-#include "dew/data/token_windows.h"
 #include "dew/runs/run_directory.h"
 
 namespace fs = std::filesystem;
 
 namespace dew::runs {
 
-// data.path names a token directory whose train.bin and val.bin have the size meta.json gives with every id
-// inside the vocabulary; model.vocab_size (0 = the data's) covers it; packing has documents to pack.
+// The data (token_data.h) and a model.vocab_size (0 = the data's) that covers it.
 void LMTask::check_data() {
-  auto& d = config_.data;
-  if (d.path.empty()) fail("data.path is not set: pass --data DIR, a token directory written by `dew tokenize`");
-  std::error_code ec;
-  if (!fs::is_directory(d.path, ec)) {
-    fail("data.path '", d.path, "' is not a directory; pass --data DIR, a token directory written by `dew tokenize`");
-  }
-  d.path = fs::absolute(d.path).lexically_normal().string();
-  const data::TokenMeta meta = data::read_token_meta(d.path);
-  {
-    const data::TokenFiles files(d.path);  // sizes against meta.json
-    files.split(data::Split::train);       // each split's ids against vocab_size
-    files.split(data::Split::val);
-  }
+  const data::TokenMeta meta = check_token_data(config_.data);
   auto& m = config_.model;
   if (m.vocab_size == 0) m.vocab_size = meta.vocab_size;
   if (m.vocab_size < meta.vocab_size) {
-    fail("model.vocab_size is ", m.vocab_size, " but the data in '", d.path, "' uses a vocabulary of ", meta.vocab_size,
+    fail("model.vocab_size is ", m.vocab_size, " but the data in '", config_.data.path, "' uses a vocabulary of ", meta.vocab_size,
          " (meta.json vocab_size); set model.vocab_size to 0 (take the data's) or at least ", meta.vocab_size);
   }
-  if (d.seq_len <= 0) fail("data.seq_len must be positive, got ", d.seq_len);
-  if (d.stride < 0) fail("data.stride must be >= 0 (0 = seq_len), got ", d.stride);
-  if (d.prefetch < 0) fail("data.prefetch must be >= 0 (0 = none), got ", d.prefetch);
-  if (d.pack && d.stride != 0) fail("data.stride applies to windows only; leave it 0 with data.pack = true");
-  if (d.pack && !meta.packed) {
-    fail("data.pack = true but '", (fs::path(d.path) / "meta.json").string(),
-         "' says packed: false (no EOS marks the documents); tokenize with `dew tokenize --pack` or set data.pack=false");
+  if (!m.causal || m.mask_token_id >= 0) {
+    fail("`dew train lm` trains an autoregressive decoder, but model.causal is false or model.mask_token_id is set",
+         config_.init.from.empty() ? "" : str(" (init.from '", config_.init.from, "' is a masked-diffusion model)"),
+         "; train masked-diffusion models with `dew train mdlm`");
   }
   if (config_.lm.loss_chunk_tokens < 0) {
     fail("lm.loss_chunk_tokens must be >= 0 (0 = all at once), got ", config_.lm.loss_chunk_tokens);
   }
 }
 
-std::string LMTask::data_tokenizer_sha256() const {
-  return data::token_tokenizer_sha256(config_.data.path, data::read_token_meta(config_.data.path));
-}
+std::string LMTask::data_tokenizer_sha256() const { return token_data_tokenizer_sha256(config_.data); }
 
-std::string LMTask::data_tokenizer_name() const {
-  const data::TokenMeta meta = data::read_token_meta(config_.data.path);
-  return str("'", meta.tokenizer_source, "' (vocabulary ", meta.vocab_size, ")");
-}
+std::string LMTask::data_tokenizer_name() const { return token_data_tokenizer_name(config_.data); }
 
-// Copies the data's tokenizer into the run so that generation and export decode with the vocabulary the
-// model learned, even if the token directory is later moved or deleted.
 std::string LMTask::copy_data_tokenizer(const fs::path& run_dir) const {
-  const fs::path data_dir = config_.data.path;
-  const data::TokenMeta meta = data::read_token_meta(data_dir);
-  if (meta.tokenizer == "byte") return "byte";
-  auto tokenizer = data::load_token_tokenizer(data_dir, meta);
-  fs::create_directories(run_dir / "tokenizer");
-  return (fs::path("tokenizer") / tokenizer->save(run_dir / "tokenizer")).string();
+  return copy_token_data_tokenizer(config_.data, run_dir);
 }
 
 std::unique_ptr<objectives::Objective> LMTask::objective(nn::CausalTransformer model, const RunContext&) const {
@@ -73,31 +39,10 @@ std::unique_ptr<objectives::Objective> LMTask::objective(nn::CausalTransformer m
 }
 
 std::unique_ptr<data::BatchSource> LMTask::batches(data::Split split, const RunContext&) const {
-  const auto& d = config_.data;
-  data::TokenLoaderOptions options{.split = split, .seed = config_.trainer.seed};
-  const data::TokenMeta meta = data::read_token_meta(d.path);
-  std::unique_ptr<data::BatchSource> source;
-  if (d.pack) {
-    if (meta.tokens(split) == 0 && split == data::Split::val) return nullptr;
-    source = std::make_unique<data::PackedTokens>(d.path, d.seq_len, options);
-  } else {
-    const std::int64_t stride = d.stride > 0 ? d.stride : d.seq_len;
-    if (split == data::Split::val && data::TokenWindows::count_windows(meta.val_tokens, d.seq_len, stride) == 0) {
-      return nullptr;
-    }
-    source = std::make_unique<data::TokenWindows>(d.path, d.seq_len, stride, options);
-  }
-  if (split == data::Split::train && d.prefetch > 0) {
-    const std::int64_t rows = config_.trainer.batch_size / config_.trainer.grad_accum;
-    source = std::make_unique<data::Prefetcher>(std::move(source), rows, static_cast<std::size_t>(d.prefetch));
-  }
-  return source;
+  return token_batches(config_.data, RowShift::next_token, split, config_.trainer);
 }
 
-std::string LMTask::describe_data() const {
-  const auto& d = config_.data;
-  return str("data in '", d.path, "' (", d.pack ? "packed" : "window", " rows of ", d.seq_len, " tokens)");
-}
+std::string LMTask::describe_data() const { return describe_token_data(config_.data); }
 
 std::unique_ptr<RunKind> make_lm_kind() {
   return std::make_unique<DecoderKind<LMRunConfig, LMTask>>(

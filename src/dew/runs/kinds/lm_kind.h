@@ -10,26 +10,12 @@
 #include "dew/objectives/lm_objective.h"
 #include "dew/runs/decoder_kind.h"
 #include "dew/runs/decoder_sections.h"
+#include "dew/runs/token_data.h"
 
 namespace dew::runs {
 
-// Which token directory, and how rows are cut from it.
-struct LMDataConfig {
-  std::string path;            // a token directory written by `dew tokenize`
-  std::int64_t seq_len = 128;  // tokens the model reads per row
-  bool pack = false;           // whole documents packed into rows (needs `dew tokenize --pack`)
-  std::int64_t stride = 0;     // windows only: ids between row starts; 0 = seq_len (no overlap)
-  std::int64_t prefetch = 4;   // batches prepared ahead on a background thread; 0 = none
-
-  template <class V>
-  void fields(V& v) {
-    v("path", path, "token directory written by `dew tokenize` (--data sets it)");
-    v("seq_len", seq_len, "tokens the model reads per row (rows hold seq_len + 1 ids)");
-    v("pack", pack, "pack whole documents into rows, no attention across them (needs tokenize --pack)");
-    v("stride", stride, "ids between the starts of consecutive windows; 0 = seq_len");
-    v("prefetch", prefetch, "batches prepared ahead on a background thread; 0 = none");
-  }
-};
+// Which token directory, and how rows are cut from it (token_data.h, shared with mdlm).
+using LMDataConfig = TokenDataConfig;
 
 // The defaults are a small decoder that trains in minutes on a laptop CPU: 4 layers of 256 features.
 struct LMRunConfig : DecoderSections {

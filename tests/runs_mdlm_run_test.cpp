@@ -1,0 +1,124 @@
+// `dew train mdlm` (runs/kinds/mdlm_kind.h): the mask token chosen and checked against the data, rows of
+// exactly seq_len ids (windows and packed), exact resume with the corruption stream, `dew eval`'s ELBO and
+// its perplexity bound, and `dew generate` through the Unmask sampler.
+#include <gtest/gtest.h>
+
+#include "dew/core/config.h"
+#include "dew/core/error.h"
+#include "dew/runs/kinds/mdlm_kind.h"
+#include "dew/runs/run_directory.h"
+#include "dew/training/checkpoint.h"
+#include "run_test_support.h"
+
+namespace fs = std::filesystem;
+using dew::test::error_of;
+using dew::test::open_decoder_run;
+using dew::test::TempDir;
+
+namespace {
+
+dew::runs::MDLMRunConfig tiny_mdlm_run(const fs::path& data, std::int64_t steps) {
+  const auto lm = dew::test::tiny_lm_run_config(data, steps);
+  dew::runs::MDLMRunConfig c;
+  static_cast<dew::runs::DecoderSections&>(c) = lm;
+  c.data = lm.data;
+  c.data.prefetch = 2;
+  c.trainer.log_every = 2;
+  c.trainer.eval_every = 4;
+  c.optim.schedule = "constant";
+  return c;
+}
+
+std::unique_ptr<dew::runs::DecoderRun> start(const fs::path& dir, dew::runs::MDLMRunConfig config) {
+  return dew::runs::DecoderRun::start(dir, std::make_unique<dew::runs::MDLMTask>(std::move(config)));
+}
+
+}  // namespace
+
+TEST(MDLMRunKind, TakesTheIdAfterTheDataAsMaskAndResumesExactly) {
+  dew::test::SingleThreaded threads;
+  TempDir data, runs;
+  dew::test::write_tiny_tokens(data.path(), 3000, 400);
+  auto straight = start(runs.path() / "straight", tiny_mdlm_run(data.path(), 8));
+  auto result = straight->train(nullptr);
+  EXPECT_EQ(result.step, 8);
+  ASSERT_TRUE(result.validation.count("nelbo"));
+  ASSERT_TRUE(result.validation.count("perplexity_bound"));
+  EXPECT_NEAR(result.validation.at("perplexity_bound"), std::exp(result.validation.at("nelbo")), 1e-6 * result.validation.at("perplexity_bound"));
+
+  const auto file = dew::runs::read_run_file(runs.path() / "straight");
+  EXPECT_EQ(file.kind, "mdlm");
+  EXPECT_EQ(file.config["model"]["vocab_size"], 65);  // the data's 64 ids and the mask
+  EXPECT_EQ(file.config["model"]["mask_token_id"], 64);
+  EXPECT_EQ(file.config["model"]["causal"], false);
+  EXPECT_EQ(file.config["mdlm"]["mask_id"], 64);
+
+  start(runs.path() / "stopped", tiny_mdlm_run(data.path(), 4))->train(nullptr);
+  auto resumed_config = tiny_mdlm_run(data.path(), 8);
+  auto resumed = start(runs.path() / "stopped", resumed_config);
+  EXPECT_TRUE(resumed->resumed());
+  EXPECT_EQ(resumed->train(nullptr).step, 8);
+  dew::training::Checkpoint a(runs.path() / "straight" / "8"), b(runs.path() / "stopped" / "8");
+  for (const auto& name : a.params().names()) {
+    EXPECT_TRUE(at::equal(a.params().view(name), b.params().view(name))) << name;
+  }
+
+  // `dew eval` draws the same corruption as the trainer's evaluation: the same ELBO.
+  auto stats = open_decoder_run(runs.path() / "straight")->evaluate({});
+  EXPECT_NEAR(stats.mean("nelbo"), result.validation.at("nelbo"), 1e-6);
+}
+
+TEST(MDLMRunKind, RefusesAMaskIdTheDataUsesAndTrainsOnPackedRows) {
+  dew::test::SingleThreaded threads;
+  TempDir data, runs;
+  dew::test::write_tiny_tokens(data.path(), 3000, 400);
+  auto config = tiny_mdlm_run(data.path(), 2);
+  config.mdlm.mask_id = 5;
+  auto message = error_of([&] { start(runs.path() / "a", config); });
+  EXPECT_NE(message.find("the mask id 5 occurs in the train split"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(runs.path() / "a"));
+  config.mdlm.mask_id = -1;
+  config.model.vocab_size = 64;  // no room for the mask after the data's ids
+  message = error_of([&] { start(runs.path() / "a", config); });
+  EXPECT_NE(message.find("outside the model's vocabulary of 64"), std::string::npos) << message;
+
+  // Packed documents: rows of exactly seq_len ids with segment ids; the padded tail is neither masked nor counted.
+  TempDir packed;
+  std::vector<dew::data::TokenId> ids;
+  for (int i = 0; i < 600; ++i) ids.push_back(i % 13 == 12 ? 63 : static_cast<dew::data::TokenId>((i * 7) % 60));
+  dew::test::write_token_dir(packed.path(), ids, std::vector<dew::data::TokenId>(ids.begin(), ids.begin() + 100), 64, 63, true);
+  auto packed_config = tiny_mdlm_run(packed.path(), 2);
+  packed_config.data.pack = true;
+  auto run = start(runs.path() / "packed", packed_config);
+  auto batches = run->batches(dew::data::Split::train);
+  auto batch = batches->next_batch(4);
+  EXPECT_EQ(batch.get("text").size(1), 16);
+  EXPECT_TRUE(batch.has("text_segment_ids"));
+  EXPECT_EQ(run->train(nullptr).step, 2);
+}
+
+TEST(MDLMRunKind, CommandsTrainEvaluateAndGenerate) {
+  TempDir data, runs;
+  dew::test::write_tiny_tokens(data.path(), 3000, 400);
+  const auto run = runs.path() / "run";
+  auto trained = dew::test::run_command(dew::test::dew_single_threaded(
+      "train mdlm --data '" + data.path().string() + "' --out '" + run.string() + "'" + dew::test::kTinyModelFlags +
+      " --set trainer.steps=4"));
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  EXPECT_NE(trained.output.find("nelbo"), std::string::npos) << trained.output;
+  auto eval = dew::test::run_command(dew::test::dew_single_threaded("eval '" + run.string() + "' --json"));
+  ASSERT_EQ(eval.status, 0) << eval.output;
+  EXPECT_NE(eval.output.find("perplexity_bound"), std::string::npos) << eval.output;
+  auto generated = dew::test::run_command(dew::test::dew_single_threaded(
+      "generate '" + run.string() + "' --prompt '!#' --max-new-tokens 6 --steps 4 --n 2 --json"));
+  ASSERT_EQ(generated.status, 0) << generated.output;
+  EXPECT_NE(generated.output.find("\"refinements\":4"), std::string::npos) << generated.output;
+  auto refused = dew::test::run_command(dew::test::dew_single_threaded("generate '" + run.string() + "' --prompt '!#' --top-k 3"));
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.output.find("--top-k is 3"), std::string::npos) << refused.output;
+  auto lm = dew::test::run_command(dew::test::dew_single_threaded(
+      "train lm --data '" + data.path().string() + "' --out '" + (runs.path() / "lm").string() + "' --init-from '" +
+      run.string() + "' --set trainer.steps=1"));
+  EXPECT_EQ(lm.status, 1);
+  EXPECT_NE(lm.output.find("dew train mdlm"), std::string::npos) << lm.output;
+}
