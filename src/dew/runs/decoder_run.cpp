@@ -268,7 +268,11 @@ LoadedModel DecoderRun::load_decoder(const ModelLoadOptions& options) const {
   out.tokenizer = pretrained_tokenizer();
   out.kind = ModelSourceKind::run;
   const auto& s = sections();
-  out.model_type = s.init.model_type.empty() ? interop::hf_model_type_for(s.model) : s.init.model_type;
+  // A run keeps the family it started from, except a masked-diffusion run made from an autoregressive model,
+  // which that family cannot express (it exports as llada or dream, by its shape).
+  const bool family_fits = s.model.causal || s.init.model_type == "llada" || s.init.model_type == "dream" ||
+                           s.init.model_type == "Dream";
+  out.model_type = s.init.model_type.empty() || !family_fits ? interop::hf_model_type_for(s.model) : s.init.model_type;
   const bool ema = !options.live && s.trainer.ema_decay > 0;
   out.description = str(kind(), " run '", dir().string(), "' checkpoint '", checkpoint.string(), "' (", ema ? "EMA" : "live",
                         " weights)");
