@@ -1,5 +1,7 @@
 #include "dew/runs/decoder_run.h"
 
+#include "dew/nn/parameters.h"
+
 #include <system_error>
 
 #include "dew/core/error.h"
@@ -108,6 +110,18 @@ std::string check_same_tokenizer(const LoadedModel& init, const DecoderTask& tas
   return model_sha;
 }
 
+// init.from's weights under the run's model config. The architecture is the init model's (adopt_model_config);
+// what is not a parameter -- the compute and storage dtypes, and for a masked-diffusion run the attention rule
+// and mask token (Dream's weights began as Qwen 2.5's) -- is the run's, so the model is rebuilt when they differ.
+nn::CausalTransformer under_run_config(nn::CausalTransformer loaded, const nn::CausalTransformerConfig& config) {
+  if (config::to_json(loaded->config()) == config::to_json(config)) return loaded;
+  nn::CausalTransformer model(config, nn::ParameterInit::none);
+  at::NoGradGuard no_grad;
+  auto target = nn::parameter_map(*model);
+  for (const auto& [name, p] : nn::parameter_map(*loaded)) target.at(name).copy_(p);
+  return model;
+}
+
 }  // namespace
 
 DecoderRun::DecoderRun(const fs::path& dir, std::unique_ptr<DecoderTask> task, std::string tokenizer, bool resumed)
@@ -189,7 +203,8 @@ training::FitResult DecoderRun::train(std::FILE* out) {
   const bool from_pretrained = !s.init.from.empty() && !training::latest_checkpoint(dir());
   nn::CausalTransformer model{nullptr};
   if (from_pretrained || s.lora.enabled()) {
-    model = initial_model_ ? initial_model_ : base_model();  // start() loaded it once already for a fresh run
+    // start() loaded it once already for a fresh run
+    model = initial_model_ ? under_run_config(initial_model_, s.model) : base_model();
     model->to(nn::parse_dtype(s.model.param_dtype));
   } else {
     model = build_model();
@@ -212,7 +227,7 @@ training::FitResult DecoderRun::train(std::FILE* out) {
 }
 
 nn::CausalTransformer DecoderRun::base_model() const {
-  nn::CausalTransformer model = load_model_source(sections().init.from, {.device = "cpu"}).model;
+  nn::CausalTransformer model = under_run_config(load_model_source(sections().init.from, {.device = "cpu"}).model, sections().model);
   model->to(nn::parse_dtype(sections().model.param_dtype));
   return model;
 }
