@@ -144,3 +144,21 @@ TEST(TokenCrossEntropy, ExcludedTokenGetsNoMassChunkedOrNot) {
 }
 
 }  // namespace
+
+namespace {
+// Dream's alignment (model.shift_logits): position i is predicted from position i - 1's state, position 0
+// from its own, in training and sampling alike.
+TEST(MaskedDiffusionObjective, ShiftedLogitsReadThePreviousPositionsState) {
+  auto config = fixture_model()->config();
+  config.shift_logits = true;
+  dew::nn::CausalTransformer shifted(config, dew::nn::ParameterInit::none);
+  const auto hidden = at::arange(6, at::kFloat).view({1, 3, 2});
+  const auto aligned = shifted->token_prediction_states(hidden);
+  EXPECT_TRUE(at::equal(aligned, at::tensor({0.f, 1.f, 0.f, 1.f, 2.f, 3.f}).view({1, 3, 2})));
+  EXPECT_TRUE(at::equal(fixture_model()->token_prediction_states(hidden), hidden));
+  config.causal = true;
+  config.mask_token_id = -1;
+  auto message = error_of([&] { config.validate(); });
+  EXPECT_NE(message.find("model.shift_logits"), std::string::npos) << message;
+}
+}  // namespace

@@ -122,3 +122,51 @@ TEST(MDLMRunKind, CommandsTrainEvaluateAndGenerate) {
   EXPECT_EQ(lm.status, 1);
   EXPECT_NE(lm.output.find("dew train mdlm"), std::string::npos) << lm.output;
 }
+
+// From an autoregressive model to a masked one and back out as LLaDA: the tiny Llama GGUF made bidirectional
+// with a mask id its data never uses, trained with LoRA adapters, accumulation and bf16 compute together;
+// exported (as llada, by its shape), generated from and fine-tuned again from the export.
+TEST(MDLMRunKind, FromAnAutoregressiveModelWithLoraAccumulationAndBf16ThenExportAsLlada) {
+  TempDir dir;
+  const auto gguf = dew::test::fixtures() / "smollm2" / "tiny" / "llama.gguf";
+  std::string text;
+  const char* words[] = {"the", "cat", "sat", "on", "a", "mat", "and", "then", "ran", "home"};
+  for (int i = 0; i < 600; ++i) text += std::string(words[(i * 7) % 10]) + ((i % 12 == 11) ? "\n" : " ");
+  dew::test::write_text(dir.path() / "text.txt", text);
+  auto q = [](const fs::path& p) { return "'" + p.string() + "'"; };
+  auto tokenized = dew::test::run_command(dew::test::dew_single_threaded(
+      "tokenize --input " + q(dir.path() / "text.txt") + " --tokenizer " + q(gguf) + " --out " + q(dir.path() / "tokens") +
+      " --val-fraction 0.1"));
+  ASSERT_EQ(tokenized.status, 0) << tokenized.output;
+  const std::string small = " --set trainer.batch_size=4 --set data.seq_len=32 --set trainer.log_every=2 --set trainer.peak_flops=1e9";
+  auto refused = dew::test::run_command(dew::test::dew_single_threaded(
+      "train mdlm --data " + q(dir.path() / "tokens") + " --out " + q(dir.path() / "a") + " --init-from " + q(gguf) + small));
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.output.find("mdlm.mask_id"), std::string::npos) << refused.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "a"));
+
+  auto trained = dew::test::run_command(dew::test::dew_single_threaded(
+      "train mdlm --data " + q(dir.path() / "tokens") + " --out " + q(dir.path() / "run") + " --init-from " + q(gguf) +
+      small + " --set mdlm.mask_id=0 --set lora.rank=4 --set lora.alpha=8 --set trainer.grad_accum=2"
+      " --set model.dtype=bfloat16 --set trainer.steps=4 --set trainer.eval_every=4"));
+  ASSERT_EQ(trained.status, 0) << trained.output;
+  const auto file = dew::runs::read_run_file(dir.path() / "run");
+  EXPECT_EQ(file.config["model"]["mask_token_id"], 0);
+  EXPECT_EQ(file.config["model"]["causal"], false);
+  EXPECT_EQ(file.config["model"]["dtype"], "bfloat16");
+  EXPECT_NE(trained.output.find("val/nelbo"), std::string::npos) << trained.output;
+
+  auto exported = dew::test::run_command(dew::test::dew_single_threaded("export " + q(dir.path() / "run") + " " + q(dir.path() / "hf")));
+  ASSERT_EQ(exported.status, 0) << exported.output;
+  const auto config = dew::config::parse_json_file(dir.path() / "hf" / "config.json");
+  EXPECT_EQ(config["model_type"], "llada");
+  EXPECT_EQ(config["mask_token_id"], 0);
+  auto generated = dew::test::run_command(dew::test::dew_single_threaded(
+      "generate " + q(dir.path() / "hf") + " --prompt 'the cat' --max-new-tokens 6 --steps 3 --json"));
+  ASSERT_EQ(generated.status, 0) << generated.output;
+  EXPECT_NE(generated.output.find("\"refinements\":3"), std::string::npos) << generated.output;
+  auto again = dew::test::run_command(dew::test::dew_single_threaded(
+      "train mdlm --data " + q(dir.path() / "tokens") + " --out " + q(dir.path() / "again") + " --init-from " +
+      q(dir.path() / "hf") + small + " --set trainer.steps=2 --set trainer.eval_every=0"));
+  ASSERT_EQ(again.status, 0) << again.output;
+}

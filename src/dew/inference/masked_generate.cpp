@@ -200,7 +200,7 @@ MaskedGeneration masked_generate(nn::CausalTransformer& model, const std::vector
   auto logits = [&](const nn::DecoderInputs& in, std::int64_t span) {
     nn::DecoderInputs on_device{in.ids.to(device), in.positions.to(device),
                                 in.segment_ids.defined() ? in.segment_ids.to(device) : at::Tensor()};
-    auto hidden = model->hidden_states(on_device);
+    auto hidden = model->token_prediction_states(model->hidden_states(on_device));
     // Only the span's slots are drawn from, so only they go through the head.
     return model->logits(hidden.narrow(1, hidden.size(1) - span, span));
   };

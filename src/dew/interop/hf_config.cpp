@@ -5,6 +5,8 @@
 #include <optional>
 
 #include "dew/core/error.h"
+#include "dew/interop/hf_config_reader.h"
+#include "dew/interop/hf_llada.h"
 
 namespace dew::interop {
 
@@ -35,6 +37,8 @@ struct Family {
   bool sandwich;  // post_attention / pre_feedforward / post_feedforward norms
   bool softcaps;  // attn_logit_softcapping, final_logit_softcapping, query_pre_attn_scalar
   bool local_rope;  // per-layer-type rope (rope_local_base_freq)
+  bool masked_diffusion = false;  // bidirectional attention and a mask_token_id (Dream)
+  std::string spelled = "";       // config.json's model_type where it differs from the family's name ("Dream")
 };
 
 const std::vector<Family>& families() {
@@ -46,62 +50,22 @@ const std::vector<Family>& families() {
       {"gemma", "GemmaForCausalLM", true, "hidden_act", AttentionBias::FromConfig, false, Sliding::None, 0, false, true, false, false, false},
       {"gemma2", "Gemma2ForCausalLM", true, "hidden_activation", AttentionBias::FromConfig, false, Sliding::LayerTypes, 2, false, true, true, true, false},
       {"gemma3_text", "Gemma3ForCausalLM", true, "hidden_activation", AttentionBias::FromConfig, false, Sliding::LayerTypes, 6, true, true, true, true, true},
+      // Dream-v0 (modeling_dream.py): Qwen2's block and names with bidirectional attention, never sliding.
+      {"dream", "DreamModel", false, "hidden_act", AttentionBias::QkvOnly, false, Sliding::None, 0, false, false, false, false, false, true, "Dream"},
   };
   return all;
 }
 
 const Family& family_named(const std::string& model_type, const std::string& source) {
   for (const auto& f : families()) {
-    if (f.model_type == model_type) return f;
+    if (f.model_type == model_type || (!f.spelled.empty() && f.spelled == model_type)) return f;
   }
   std::string known;
-  for (const auto& f : families()) known += (known.empty() ? "" : ", ") + f.model_type;
+  for (const auto& name : hf_model_types()) known += (known.empty() ? "" : ", ") + name;
   dew::fail(source, ": model_type '", model_type, "' is not a decoder family dew computes; it reads ", known);
 }
 
-// Typed reads of config.json fields: a missing or null field is `fallback` (nullopt = required).
-class Reader {
- public:
-  Reader(const Json& j, std::string source) : j_(j), source_(std::move(source)) {}
-
-  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
-  const Json* get(const std::string& key) const { return has(key) ? &j_.at(key) : nullptr; }
-
-  std::int64_t integer(const std::string& key, std::optional<std::int64_t> fallback = std::nullopt) const {
-    const Json* v = get(key);
-    if (!v) return required(key, fallback);
-    if (!v->is_number_integer()) dew::fail(source_, ": field '", key, "' is ", v->dump(), "; expected an integer");
-    return v->get<std::int64_t>();
-  }
-  double number(const std::string& key, std::optional<double> fallback = std::nullopt) const {
-    const Json* v = get(key);
-    if (!v) return required(key, fallback);
-    if (!v->is_number()) dew::fail(source_, ": field '", key, "' is ", v->dump(), "; expected a number");
-    return v->get<double>();
-  }
-  bool boolean(const std::string& key, bool fallback) const {
-    const Json* v = get(key);
-    if (!v) return fallback;
-    if (!v->is_boolean()) dew::fail(source_, ": field '", key, "' is ", v->dump(), "; expected true or false");
-    return v->get<bool>();
-  }
-  std::string string(const std::string& key, const std::string& fallback) const {
-    const Json* v = get(key);
-    if (!v) return fallback;
-    if (!v->is_string()) dew::fail(source_, ": field '", key, "' is ", v->dump(), "; expected a string");
-    return v->get<std::string>();
-  }
-  const std::string& source() const { return source_; }
-
- private:
-  template <class T>
-  T required(const std::string& key, std::optional<T> fallback) const {
-    if (!fallback) dew::fail(source_, ": config.json lacks the required field '", key, "'");
-    return *fallback;
-  }
-  const Json& j_;
-  std::string source_;
-};
+using Reader = detail::HfConfigReader;
 
 // A rope_scaling / rope_parameters object -> dew's RopeScaling; `field` names it in errors.
 nn::RopeScaling read_rope_scaling(const Json& params, const std::string& field, const std::string& source) {
@@ -201,6 +165,7 @@ const std::vector<std::string>& hf_model_types() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
     for (const auto& f : families()) out.push_back(f.model_type);
+    out.push_back("llada");  // its own spelling and tensor names: hf_llada.h
     return out;
   }();
   return names;
@@ -210,19 +175,30 @@ CausalTransformerConfig config_from_hf(const Json& config, const std::string& so
   if (!config.is_object()) dew::fail(source, ": config.json is not a JSON object");
   Reader r(config, source);
   if (!r.has("model_type")) dew::fail(source, ": config.json has no model_type; dew reads ", hf_model_types().size(), " decoder families");
-  const Family& f = family_named(r.string("model_type", ""), source);
+  const std::string model_type = r.string("model_type", "");
 
   // Fields that change the computation in ways no family here has.
   if (r.has("quantization_config")) {
     dew::fail(source, ": quantization_config is set (", config["quantization_config"].value("quant_method", "?"),
               "); dew loads unquantized safetensors weights only");
   }
+  if (model_type == "llada") return llada_config_from_hf(config, source);
+  const Family& f = family_named(model_type, source);
   if (r.number("attention_dropout", 0.0) != 0.0) {
     dew::fail(source, ": attention_dropout is ", r.number("attention_dropout"),
               "; dew trains without attention dropout, so fine-tuning would differ (set it to 0.0 to load anyway)");
   }
-  if (r.boolean("use_bidirectional_attention", false)) {
-    dew::fail(source, ": use_bidirectional_attention is true; dew reads the causal decoders of these families only");
+  if (!f.masked_diffusion && r.boolean("use_bidirectional_attention", false)) {
+    dew::fail(source, ": use_bidirectional_attention is true; dew reads the causal decoders of these families only "
+              "(masked-diffusion checkpoints it reads as model_type llada or Dream)");
+  }
+  if (f.masked_diffusion) {
+    if (r.boolean("use_sliding_window", false)) {
+      dew::fail(source, ": use_sliding_window is true; Dream attends to the whole row on every layer, and dew reads it so");
+    }
+    if (r.boolean("use_mrope", false)) {
+      dew::fail(source, ": use_mrope is true; dew computes one-dimensional rotary positions, not multimodal (3-D) rope");
+    }
   }
 
   CausalTransformerConfig c;
@@ -234,12 +210,20 @@ CausalTransformerConfig config_from_hf(const Json& config, const std::string& so
   c.head_dim = r.integer("head_dim", 0);
   if (c.num_heads <= 0) dew::fail(source, ": num_attention_heads must be positive, got ", c.num_heads);
   if (c.head_dim == 0) c.head_dim = c.emb_features / c.num_heads;
+  if (f.masked_diffusion && c.head_dim * c.num_heads != c.emb_features) {  // Dream derives it and ignores the field
+    dew::fail(source, ": head_dim is ", c.head_dim, " but Dream's heads are hidden_size / num_attention_heads = ",
+              c.emb_features / c.num_heads, " wide");
+  }
   c.mlp_features = r.integer("intermediate_size");
   c.max_seq_len = r.integer("max_position_embeddings");
   c.norm_eps = r.number("rms_norm_eps", 1e-6);
   c.tie_embeddings = r.boolean("tie_word_embeddings", f.default_tied);
   c.qk_norm = f.qk_norm;
-  c.causal = true;
+  c.causal = !f.masked_diffusion;
+  if (f.masked_diffusion) {
+    c.mask_token_id = detail::read_mask_token_id(r, c.vocab_size, "Dream");
+    c.shift_logits = true;  // modeling_dream keeps Qwen's next-token alignment; its sampler shifts the logits right by one
+  }
   c.dtype = c.param_dtype = "float32";
 
   std::string default_act = f.gemma ? "gelu_pytorch_tanh" : "silu";
@@ -332,11 +316,21 @@ namespace {
 
 Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_type) {
   c.validate();
+  if (model_type == "llada") return llada_config_to_hf(c);
   const Family& f = family_named(model_type, "export");
-  const auto& mt = model_type;
+  const auto& mt = f.model_type;
   auto head_dim = c.resolved_head_dim();
 
-  if (!c.causal) refuse(mt, "causal", "is false; these families are causal decoders");
+  if (f.masked_diffusion) {
+    if (c.causal) refuse(mt, "causal", "is true; " + mt + " attends both ways (export a causal decoder as qwen2, llama, ...)");
+    if (c.mask_token_id < 0) refuse(mt, "mask_token_id", "is -1; a " + mt + " checkpoint names its mask token (set model.mask_token_id)");
+    if (!c.shift_logits) refuse(mt, "shift_logits", "is false; Dream's logits at position i predict token i + 1 (export as llada)");
+    if (head_dim * c.num_heads != c.emb_features) {
+      refuse(mt, "head_dim", dew::str("is ", head_dim, "; ", mt, "'s heads are emb_features / num_heads = ", c.emb_features / c.num_heads, " wide"));
+    }
+  } else if (!c.causal) {
+    refuse(mt, "causal", "is false; these families are causal decoders (a masked-diffusion model with model.mask_token_id exports as llada or dream)");
+  }
   if (c.mlp == "gelu") refuse(mt, "mlp", "is gelu (ungated); the family's MLP is gated (swiglu or geglu)");
   if (c.qk_norm != f.qk_norm) refuse(mt, "qk_norm", std::string("is ") + (c.qk_norm ? "true" : "false") + "; " + mt + (f.qk_norm ? " has" : " has no") + " q/k norms");
   if (c.norm_weight_offset != (f.gemma ? 1.0 : 0.0)) {
@@ -362,7 +356,7 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
       break;
     case AttentionBias::QkvOnly:
       if (!c.attention_bias || c.attention_output_bias) {
-        refuse(mt, "attention_bias", "must be true and model.attention_output_bias false: qwen2 has q/k/v biases only");
+        refuse(mt, "attention_bias", "must be true and model.attention_output_bias false: " + mt + " has q/k/v biases only");
       }
       break;
     case AttentionBias::None:
@@ -393,14 +387,14 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
 
   Json out;
   out["architectures"] = Json::array({f.architecture});
-  out["model_type"] = mt;
+  out["model_type"] = f.spelled.empty() ? mt : f.spelled;
   out["vocab_size"] = c.vocab_size;
   out["hidden_size"] = c.emb_features;
   out["intermediate_size"] = c.resolved_mlp_features();
   out["num_hidden_layers"] = c.num_layers;
   out["num_attention_heads"] = c.num_heads;
   out["num_key_value_heads"] = c.resolved_kv_heads();
-  out["head_dim"] = head_dim;
+  if (!f.masked_diffusion) out["head_dim"] = head_dim;  // Dream derives it from hidden_size / num_attention_heads
   out[f.activation_field] = c.mlp == "swiglu" ? "silu" : "gelu_pytorch_tanh";
   out["max_position_embeddings"] = c.max_seq_len;
   out["rms_norm_eps"] = c.norm_eps;
@@ -440,6 +434,12 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
 
   Json types = Json::array();
   for (auto w : windows) types.push_back(w > 0 ? "sliding_attention" : "full_attention");
+  if (f.masked_diffusion) {
+    out["mask_token_id"] = c.mask_token_id;
+    out["use_sliding_window"] = false;  // Dream's config class reads these Qwen2 fields; its attention ignores them
+    out["sliding_window"] = nullptr;
+    out["max_window_layers"] = c.num_layers;
+  }
   switch (f.sliding) {
     case Sliding::None:
       if (window > 0) refuse(mt, "kinds", dew::str("give layers a sliding window (", window, "); ", mt, " has none"));
@@ -470,6 +470,8 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
 }
 
 std::string hf_model_type_for(const CausalTransformerConfig& c) {
+  // Masked-diffusion (bidirectional) models: Dream's block is Qwen2's, LLaDA's Llama's.
+  if (!c.causal) return c.shift_logits ? "dream" : "llada";
   if (c.sandwich_norms) return c.qk_norm ? "gemma3_text" : "gemma2";
   if (c.norm_weight_offset == 1.0) return "gemma";
   if (c.qk_norm) return "qwen3";
@@ -477,6 +479,13 @@ std::string hf_model_type_for(const CausalTransformerConfig& c) {
   bool all_same_window = c.window_of_layer(0) > 0;
   for (std::int64_t i = 1; i < c.num_layers && all_same_window; ++i) all_same_window = c.window_of_layer(i) == c.window_of_layer(0);
   return all_same_window ? "mistral" : "llama";
+}
+
+std::string hf_family_name(const std::string& model_type) {
+  for (const auto& f : families()) {
+    if (!f.spelled.empty() && f.spelled == model_type) return f.model_type;
+  }
+  return model_type;
 }
 
 }  // namespace dew::interop

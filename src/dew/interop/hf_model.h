@@ -1,7 +1,7 @@
 #pragma once
 // Loading and exporting Hugging Face decoder checkpoints (config.json + safetensors weights) for the
-// families hf_config.h translates. dew's parameters carry Hugging Face's names, so the weight map is 1:1;
-// what the loader adds is checking: every tensor the model needs is present with the config's shape, no
+// families hf_config.h translates. dew's parameters carry Hugging Face's names, so the weight map is 1:1
+// (LLaDA's OLMo-style names are mapped both ways, hf_llada.h); what the loader adds is checking: every tensor the model needs is present with the config's shape, no
 // tensor is left over, and a tied checkpoint's lm_head.weight (Qwen3-0.6B ships one) equals the embedding.
 #include <ATen/ATen.h>
 
@@ -18,7 +18,7 @@ namespace dew::interop {
 
 struct HfModel {
   nn::CausalTransformer model{nullptr};
-  std::string model_type;
+  std::string model_type;            // dew's family name (hf_family_name: "dream" for config.json's "Dream")
   nlohmann::ordered_json hf_config;  // config.json as read
 };
 
@@ -36,8 +36,8 @@ struct HfExportOptions {
 };
 
 // Writes DIR/config.json (config_to_hf of model_type, with torch_dtype = the parameters' dtype),
-// DIR/model.safetensors, or shards and their index beyond max_shard_bytes (parameters under their Hugging
-// Face names, in their stored dtype; no lm_head.weight when tied) and DIR/generation_config.json. The directory is built under a temporary sibling name and
+// DIR/model.safetensors, or shards and their index beyond max_shard_bytes (parameters under the family's
+// names, LLaDA's for llada, in their stored dtype; no head when tied) and DIR/generation_config.json. The directory is built under a temporary sibling name and
 // renamed into place when complete, so an interrupted export leaves no half directory (and an existing DIR
 // is replaced only then). Refuses, before writing anything, a config the family cannot express.
 void save_hf_model(const nn::CausalTransformer& model, const std::string& model_type, const std::filesystem::path& dir,

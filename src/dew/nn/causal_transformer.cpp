@@ -180,6 +180,11 @@ at::Tensor CausalTransformerImpl::logits(const at::Tensor& hidden) const {
   return out;
 }
 
+at::Tensor CausalTransformerImpl::token_prediction_states(const at::Tensor& hidden) const {
+  if (!config_.shift_logits || hidden.size(1) < 2) return hidden;
+  return at::cat({hidden.narrow(1, 0, 1), hidden.narrow(1, 0, hidden.size(1) - 1)}, 1);
+}
+
 at::Tensor CausalTransformerImpl::forward(const DecoderInputs& inputs) { return logits(hidden_states(inputs)); }
 
 }  // namespace dew::nn

@@ -63,6 +63,10 @@ class CausalTransformerImpl : public torch::nn::Module {
   at::Tensor hidden_states(const DecoderInputs& inputs);
   // Hidden states -> fp32 logits; lets a loss compute logits one vocabulary or sequence chunk at a time.
   at::Tensor logits(const at::Tensor& hidden) const;
+  // The states whose logits predict each position's own token (masked diffusion): `hidden` itself, or with
+  // config.shift_logits (Dream) each position's predecessor's, position 0 keeping its own, as Dream's
+  // sampler aligns them.
+  at::Tensor token_prediction_states(const at::Tensor& hidden) const;
   // The output projection's weight (the embedding matrix when tied).
   const at::Tensor& output_weight() const;
 

@@ -39,6 +39,10 @@ void CausalTransformerConfig::validate() const {
     dew::fail("model.mask_token_id is ", mask_token_id, " but model.causal is true; a masked-diffusion model reads the whole row: "
               "set model.causal=false, or mask_token_id=-1 for an autoregressive decoder");
   }
+  if (shift_logits && causal) {
+    dew::fail("model.shift_logits is true but model.causal is true; the shift is a masked-diffusion model's (Dream's): "
+              "set model.causal=false or shift_logits=false");
+  }
   if (mask_token_id < -1 || mask_token_id >= vocab_size) {
     dew::fail("model.mask_token_id is ", mask_token_id, " but token ids are in [0, ", vocab_size,
               ") (model.vocab_size); use an id inside the vocabulary, or -1 for none");

@@ -71,6 +71,7 @@ struct CausalTransformerConfig {
   double final_logit_softcap = 0.0;  // 0 = off; else logits = cap * tanh(logits / cap)
   bool causal = true;               // false = bidirectional (masked diffusion)
   std::int64_t mask_token_id = -1;  // masked diffusion: the id that marks a masked position; -1 = none
+  bool shift_logits = false;        // masked diffusion: position i's logits predict token i + 1 (Dream)
   std::string dtype = "float32";        // compute: float32 | bfloat16 | float16
   std::string param_dtype = "float32";  // storage of the parameters
 
@@ -104,6 +105,8 @@ struct CausalTransformerConfig {
     v("final_logit_softcap", final_logit_softcap, "0 = off; else cap * tanh(logits / cap)");
     v("causal", causal, "false gives bidirectional attention");
     v("mask_token_id", mask_token_id, "masked-diffusion models: the id of the mask token (needs causal = false); -1 = none");
+    v("shift_logits", shift_logits,
+      "masked-diffusion models: the logits at position i predict token i + 1, as in Dream (kept from its autoregressive parent)");
     v("dtype", dtype, "compute dtype: float32, bfloat16 or float16");
     v("param_dtype", param_dtype, "parameter storage dtype");
   }

@@ -98,7 +98,7 @@ Loss MaskedDiffusionObjective::loss_under(const data::Batch& batch, const Corrup
   nn::DecoderInputs in{at::where(is_masked, at::full({}, mask_id, text.options()), text)};
   if (batch.has("text_positions")) in.positions = batch.get("text_positions");
   if (batch.has("text_segment_ids")) in.segment_ids = batch.get("text_segment_ids");
-  auto hidden = model_->hidden_states(in);
+  auto hidden = model_->token_prediction_states(model_->hidden_states(in));
   const auto E = hidden.size(-1);
 
   // Only masked positions are scored, so only their hidden states go through the head: about half the
