@@ -6,6 +6,8 @@
 
 #include <ATen/ATen.h>
 
+#include <limits>
+
 #include "dew/inference/masked_generate.h"
 #include "test_support.h"
 
@@ -133,6 +135,13 @@ TEST(MaskedGenerate, RefusesWhatUnmaskCannotFollow) {
   EXPECT_NE(run({}, {.steps = 0}).find("--steps must be at least 1"), std::string::npos);
   EXPECT_NE(run({}, {.remasking = "lowest"}).find("--remasking is 'lowest'"), std::string::npos);
   EXPECT_NE(run({.max_new_tokens = 64}, {}).find("max_seq_len"), std::string::npos);
+  SpanLogits broken = [](const dew::nn::DecoderInputs& in, std::int64_t span) {
+    auto logits = at::zeros({in.ids.size(0), span, kVocab}, at::kFloat);
+    logits[0][0][3] = std::numeric_limits<float>::quiet_NaN();
+    return logits;
+  };
+  auto nan = error_of([&] { dew::inference::masked_generate_with(broken, config(), {{1}}, {.max_new_tokens = 4}, {.steps = 3}); });
+  EXPECT_NE(nan.find("non-finite logits at refinement 1 of 3"), std::string::npos) << nan;
   auto causal = config();
   causal.causal = true;
   causal.mask_token_id = -1;

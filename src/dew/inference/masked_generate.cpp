@@ -40,8 +40,8 @@ at::Tensor draw_tokens(const at::Tensor& logits, double temperature, const at::T
   // u scaled by the row's total guards against a total a rounding below 1.
   auto target = uniforms.to(cdf.device(), at::kDouble).unsqueeze(1) * cdf.select(1, cdf.size(1) - 1).unsqueeze(1);
   auto ids = at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(1);
-  // A slot past the last token of positive probability (u at the very top) takes the row's argmax.
-  return at::where(ids < cdf.size(1), ids, probs.argmax(-1)).clamp_max(cdf.size(1) - 1);
+  // u < 1, so target < the total and the first cdf entry above it exists: a token of positive probability.
+  return ids.clamp_max(cdf.size(1) - 1);
 }
 
 }  // namespace
@@ -130,11 +130,10 @@ MaskedGeneration masked_generate_with(const SpanLogits& span_logits, const nn::C
   nn::DecoderInputs inputs{ids, positions, padded ? segments : at::Tensor()};
   for (std::int64_t i = 0; i < masked.steps; ++i) {
     at::Tensor logits = span_logits(inputs, span).to(at::kCPU, at::kFloat);
-    if (!at::isfinite(logits).all().item<bool>()) {
-      // -inf is allowed (a model may rule tokens out); NaN and +inf are not.
-      if (at::isnan(logits).any().item<bool>() || at::isposinf(logits).any().item<bool>()) {
-        fail("the model produced non-finite logits at refinement ", i + 1, " of ", masked.steps, "; its weights may hold NaN/Inf");
-      }
+    // -inf is allowed (a model may rule tokens out); NaN and +inf are not, and both show in the maximum.
+    const double top = logits.max().item<double>();
+    if (std::isnan(top) || top == std::numeric_limits<double>::infinity()) {
+      fail("the model produced non-finite logits at refinement ", i + 1, " of ", masked.steps, "; its weights may hold NaN/Inf");
     }
     logits.select(2, mask_id).fill_(-std::numeric_limits<float>::infinity());
     const auto flat = logits.reshape({rows * span, -1});
@@ -142,28 +141,37 @@ MaskedGeneration masked_generate_with(const SpanLogits& span_logits, const nn::C
       span_ids.copy_(at::where(still_masked, flat.argmax(-1).view({rows, span}), span_ids));
       break;
     }
-    const auto draws = uniforms();
+    const auto draws = uniforms();  // every row's numbers are drawn whichever slots use them
     const double t = 1.0 + (kNoiseRemovalTime - 1.0) * static_cast<double>(i) / static_cast<double>(masked.steps - 1);
     const double s = 1.0 + (kNoiseRemovalTime - 1.0) * static_cast<double>(i + 1) / static_cast<double>(masked.steps - 1);
     const double alpha_t = schedule.alpha(t), alpha_s = schedule.alpha(s);
-    const auto drawn = draw_tokens(flat, sampling.temperature, draws[1].reshape(-1)).view({rows, span});
+    // Tokens are drawn only where they can be used: the slots this step reveals (random), or every slot
+    // still masked (confidence, which ranks them by their drawn token's probability). The softmax and
+    // cumulative sums over the vocabulary are most of the sampler's own work.
+    const auto token_uniforms = draws[1].reshape(-1);
     at::Tensor reveal;
+    at::Tensor drawn = at::zeros({rows * span}, at::kLong);
     if (masked.remasking == "random") {
       const double chance = (alpha_s - alpha_t) / (1 - alpha_t);
       reveal = still_masked & (draws[0] < chance);
+      const auto picked = reveal.reshape(-1).nonzero().squeeze(1);
+      drawn.index_copy_(0, picked, draw_tokens(flat.index_select(0, picked), sampling.temperature, token_uniforms.index_select(0, picked)));
     } else {
       // As many as the reverse process reveals on average: the expected masked count at s is span times the
       // masked fraction there, relative to the fully masked start.
       const auto keep_masked = static_cast<std::int64_t>(std::llround(static_cast<double>(span) * (1 - alpha_s) / full));
-      const auto masked_now = still_masked.sum(1);
-      const auto count = (masked_now - keep_masked).clamp_min(0);
-      auto confidence = at::softmax(logits, -1).gather(2, drawn.unsqueeze(2)).squeeze(2).to(at::kDouble);
-      confidence = at::where(still_masked, confidence, at::full({}, -1.0, confidence.options()));
-      const auto order = confidence.argsort(/*stable=*/true, 1, /*descending=*/true);
+      const auto count = (still_masked.sum(1) - keep_masked).clamp_min(0);
+      const auto picked = still_masked.reshape(-1).nonzero().squeeze(1);
+      const auto candidates = flat.index_select(0, picked);
+      const auto tokens = draw_tokens(candidates, sampling.temperature, token_uniforms.index_select(0, picked));
+      drawn.index_copy_(0, picked, tokens);
+      auto confidence = at::full({rows * span}, -1.0, at::kDouble);
+      confidence.index_copy_(0, picked, at::softmax(candidates, -1).gather(1, tokens.unsqueeze(1)).squeeze(1).to(at::kDouble));
+      const auto order = confidence.view({rows, span}).argsort(/*stable=*/true, 1, /*descending=*/true);
       const auto rank = at::empty_like(order).scatter_(1, order, at::arange(span, order.options()).expand({rows, span}));
       reveal = still_masked & (rank < count.unsqueeze(1));
     }
-    span_ids.copy_(at::where(reveal, drawn, span_ids));
+    span_ids.copy_(at::where(reveal, drawn.view({rows, span}), span_ids));
     still_masked &= reveal.logical_not();
   }
 
