@@ -165,6 +165,14 @@ TEST(MDLMRunKind, FromAnAutoregressiveModelWithLoraAccumulationAndBf16ThenExport
       "generate " + q(dir.path() / "hf") + " --prompt 'the cat' --max-new-tokens 6 --steps 3 --json"));
   ASSERT_EQ(generated.status, 0) << generated.output;
   EXPECT_NE(generated.output.find("\"refinements\":3"), std::string::npos) << generated.output;
+  // `dew chat` goes through the same decoding path (the checkpoint's chat template, then the Unmask sampler).
+  auto chat = dew::test::run_command(dew::test::dew_single_threaded(
+      "chat " + q(dir.path() / "hf") + " --prompt 'hello' --max-new-tokens 4 --steps 2"));
+  ASSERT_EQ(chat.status, 0) << chat.output;
+  auto chat_refused = dew::test::run_command(dew::test::dew_single_threaded(
+      "chat " + q(dir.path() / "hf") + " --prompt 'hello' --top-p 0.5"));
+  EXPECT_EQ(chat_refused.status, 1);
+  EXPECT_NE(chat_refused.output.find("--top-p is 0.5"), std::string::npos) << chat_refused.output;
   auto again = dew::test::run_command(dew::test::dew_single_threaded(
       "train mdlm --data " + q(dir.path() / "tokens") + " --out " + q(dir.path() / "again") + " --init-from " +
       q(dir.path() / "hf") + small + " --set trainer.steps=2 --set trainer.eval_every=0"));
