@@ -203,6 +203,18 @@ TEST(ImageRuns, JepaTrainsResumesExactlyAndEvaluates) {
     EXPECT_EQ(p.at("test_images").get<double>(), 16.0);
     if (method == "knn") EXPECT_EQ(p.at("pixels_top1").get<double>(), 1.0) << probe.output;
   }
+  // Data without a test split: the probe holds out the run's validation share of the training images.
+  const auto train_only = runs / "train-only";
+  fs::create_directories(train_only);
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}) fs::copy_file(data.dir.path() / name, train_only / name);
+  auto held = dew_run("probe " + (runs / "straight").string() + " --json --k 5 --data " + train_only.string());
+  ASSERT_EQ(held.status, 0) << held.output;
+  auto h = nlohmann::json::parse(held.output.substr(held.output.find('{')));
+  EXPECT_EQ(h.at("test_images").get<double>(), 3.0);  // round(0.05 * 64)
+  EXPECT_EQ(h.at("train_images").get<double>(), 61.0);
+  EXPECT_NE(h.at("test_split").get<std::string>().find("holdout"), std::string::npos) << held.output;
+  EXPECT_EQ(h.at("pixels_top1").get<double>(), 1.0) << held.output;
+
   auto wrong = dew_run("probe " + (runs / "straight").string() + " --method svm");
   EXPECT_NE(wrong.status, 0);
   EXPECT_NE(wrong.output.find("--method must be knn or linear"), std::string::npos) << wrong.output;

@@ -22,7 +22,8 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("run_dir", *run_dir, "run directory written by `dew train jepa`")->required();
   cmd->add_option("--method", request->method, "knn (weighted k-nearest neighbours) or linear (default knn)");
   cmd->add_option("--encoder", request->encoder, "context (default; on runs of a few thousand steps the EMA target, momentum 0.996, still lags it) or target (the EMA encoder, what I-JEPA evaluates)");
-  cmd->add_option("--data", request->data, "IDX directory with train and t10k splits (default: the run's data)");
+  cmd->add_option("--data", request->data, "labelled images: an IDX directory (its t10k split is the test set) or an image "
+                  "directory / IDX files without one (a holdout of data.val_fraction is; default: the run's data)");
   cmd->add_option("--k", request->k, "knn: neighbours that vote (default 20)");
   cmd->add_option("--temperature", request->temperature, "knn: vote weight exp(similarity / T) (default 0.07)");
   cmd->add_option("--linear-steps", request->linear_steps, "linear: full-batch Adam steps (default 300)");
@@ -44,12 +45,14 @@ void add_probe_command(CLI::App& app) {
       j["pixels_top1"] = r.pixels_top1;
       j["train_images"] = r.train_images;
       j["test_images"] = r.test_images;
+      j["test_split"] = r.test_split;
       j["checkpoint"] = r.checkpoint;
       std::printf("%s\n", j.dump().c_str());
       return;
     }
-    std::printf("%s probe of the %s encoder of '%s' (%lld training, %lld test images): top-1 %.4f; a random encoder %.4f; raw pixels %.4f\n",
+    std::printf("%s probe of the %s encoder of '%s' (%lld training, %lld test images, %s): top-1 %.4f; a random encoder %.4f; raw pixels %.4f\n",
                 r.method.c_str(), r.encoder.c_str(), r.checkpoint.c_str(), static_cast<long long>(r.train_images), static_cast<long long>(r.test_images),
+                r.test_split.c_str(),
                 r.top1, r.random_init_top1, r.pixels_top1);
   });
 }

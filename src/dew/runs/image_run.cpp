@@ -18,19 +18,10 @@ namespace dew::runs {
 namespace {
 
 // Whether `path` is a directory holding an IDX test split (t10k-images-idx3-ubyte, gzipped or not).
-bool has_test_split(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) return false;
-  for (const char* name : {"t10k-images-idx3-ubyte", "t10k-images-idx3-ubyte.gz", "t10k-images.idx3-ubyte"}) {
-    if (fs::exists(path / name, ec)) return true;
-  }
-  return false;
-}
-
 // data.val resolved: "test", "holdout" or "none".
 std::string validation_kind(const ImageDataConfig& data) {
   if (data.val != "auto") return data.val;
-  return has_test_split(data.path) ? "test" : "holdout";
+  return data::images::has_test_split(data.path) ? "test" : "holdout";
 }
 
 data::images::ImageBatchOptions batch_options(const ImageSections& s, bool train) {
@@ -56,7 +47,7 @@ void ImageDataConfig::validate() const {
   if (image_size < 0) fail("data.image_size must be >= 0 (0 = as stored), got ", image_size);
   if (prefetch < 0) fail("data.prefetch must be >= 0 (0 = none), got ", prefetch);
   (void)data::images::parse_fit(fit);
-  if (val == "test" && !has_test_split(path)) {
+  if (val == "test" && !data::images::has_test_split(path)) {
     fail("data.val = test needs an IDX directory with a t10k split, but '", path, "' has none; use data.val=holdout");
   }
 }

@@ -115,6 +115,23 @@ ImageSet read_images(const fs::path& path, const ImageReadOptions& options) {
   return read_idx_pair(path, options, "");
 }
 
+bool has_test_split(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return false;
+  for (const char* name : {"t10k-images-idx3-ubyte", "t10k-images-idx3-ubyte.gz", "t10k-images.idx3-ubyte"}) {
+    if (fs::exists(path / name, ec)) return true;
+  }
+  return false;
+}
+
+ImageSet subset(const ImageSet& set, const std::vector<std::int64_t>& indices) {
+  const auto index = at::tensor(indices, at::kLong);
+  ImageSet out = set;
+  out.pixels = set.pixels.index_select(0, index);
+  out.labels = set.labels.index_select(0, index);
+  return out;
+}
+
 ImageSet read_images(const fs::path& path, const std::string& split) {
   ImageReadOptions options;
   options.split = split;

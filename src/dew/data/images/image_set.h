@@ -54,6 +54,12 @@ ImageSet read_images(const std::filesystem::path& path, const ImageReadOptions& 
 // Shorthand for the split alone.
 ImageSet read_images(const std::filesystem::path& path, const std::string& split);
 
+// Whether `path` is an IDX directory with a t10k (test) split beside its train split.
+bool has_test_split(const std::filesystem::path& path);
+
+// The images of `set` at `indices` (labels, names and source kept).
+ImageSet subset(const ImageSet& set, const std::vector<std::int64_t>& indices);
+
 // Fashion-MNIST's class names (T-shirt/top, Trouser, ...), in id order.
 const std::vector<std::string>& fashion_mnist_class_names();
 

@@ -123,7 +123,20 @@ ProbeResult probe_jepa_run(const Run& run, const ProbeRequest& request) {
   const auto& c = task->config();
   const std::string path = request.data.empty() ? c.data.path : request.data;
   auto train = data::images::read_images(path, "train");
-  auto test = data::images::read_images(path, "t10k");
+  data::images::ImageSet test;
+  std::string test_split = "t10k";
+  if (data::images::has_test_split(path)) {
+    test = data::images::read_images(path, "t10k");
+  } else {
+    // No test split (an image directory, or IDX files without t10k): hold images out of the training set as
+    // the run's validation does -- the same share and seed, so on the run's own data they are the images the
+    // encoder never trained on (with data.val = holdout).
+    const double fraction = c.data.val_fraction > 0 && c.data.val_fraction < 1 ? c.data.val_fraction : 0.05;
+    const auto split = data::images::holdout_split(train.size(), fraction, c.trainer.seed);
+    test = data::images::subset(train, split.second);
+    train = data::images::subset(train, split.first);
+    test_split = str("holdout (", fraction, " of the training images, seed ", c.trainer.seed, ")");
+  }
   const auto& m = c.model;
   for (const auto* set : {&train, &test}) {
     if (set->channels() != m.channels || set->height() != m.image_size || set->width() != m.image_size) {
@@ -142,6 +155,7 @@ ProbeResult probe_jepa_run(const Run& run, const ProbeRequest& request) {
   result.method = request.method;
   result.train_images = train.pixels.size(0);
   result.test_images = test.pixels.size(0);
+  result.test_split = test_split;
   auto score = [&](const at::Tensor& train_features, const at::Tensor& test_features) {
     if (request.method == "knn") {
       return objectives::jepa::knn_top1(train_features, train.labels, test_features, test.labels, classes, request.k, request.temperature);

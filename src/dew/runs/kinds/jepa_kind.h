@@ -81,6 +81,7 @@ struct ProbeResult {
   std::string method, encoder, checkpoint;
   double top1 = 0, random_init_top1 = 0, pixels_top1 = 0;
   std::int64_t train_images = 0, test_images = 0;
+  std::string test_split;  // "t10k", or the holdout drawn from the training images when the data has no test split
 };
 
 ProbeResult probe_jepa_run(const Run& run, const ProbeRequest& request);
