@@ -69,8 +69,14 @@ double JepaObjective::momentum_at(std::int64_t step, std::int64_t total_steps) c
 void JepaObjective::after_step(std::int64_t step, std::int64_t total_steps) {
   const double m = momentum_at(step, total_steps);
   at::NoGradGuard no_grad;
-  const auto source = parameters_of(*networks_->encoder);
-  for (auto& [name, p] : parameters_of(*target_)) p.mul_(m).add_(source.at(name).to(p.device()), 1 - m);
+  // The two encoders are one architecture, so their parameter lists pair up in order. One fused pass over
+  // all of them: target + (1 - m)(encoder - target) = m target + (1 - m) encoder.
+  std::vector<at::Tensor> target = target_->parameters(), source = networks_->encoder->parameters();
+  if (target.front().device() != source.front().device()) {
+    target_->to(source.front().device());
+    target = target_->parameters();
+  }
+  at::_foreach_lerp_(target, source, 1 - m);
 }
 
 Loss JepaObjective::compute(const data::Batch& batch, std::uint64_t seed, bool metrics) {
