@@ -5,6 +5,7 @@
 
 #include "dew/core/config.h"
 #include "dew/core/error.h"
+#include "dew/nn/decoder_flops.h"
 #include "dew/runs/kinds/mdlm_kind.h"
 #include "dew/runs/run_directory.h"
 #include "dew/training/checkpoint.h"
@@ -177,4 +178,17 @@ TEST(MDLMRunKind, FromAnAutoregressiveModelWithLoraAccumulationAndBf16ThenExport
       "train mdlm --data " + q(dir.path() / "tokens") + " --out " + q(dir.path() / "again") + " --init-from " +
       q(dir.path() / "hf") + small + " --set trainer.steps=2 --set trainer.eval_every=0"));
   ASSERT_EQ(again.status, 0) << again.output;
+}
+
+// MFU counts what the step computes: the head only for the masked positions, half of them on average under
+// the log-linear schedule (times uniform on [1e-3, 1], masked fraction (1 - 1e-3) t).
+TEST(MDLMRunKind, FlopsPerTokenCountTheHeadForMaskedPositionsOnly) {
+  dew::runs::MDLMRunConfig c;
+  c.model = dew::test::tiny_decoder_config();
+  c.model.vocab_size = 1000;
+  c.data.seq_len = 16;
+  const dew::runs::MDLMTask task(c);
+  const double full = dew::nn::decoder_flops_per_token(c.model, 16), head = 6.0 * 32 * 1000;
+  const double masked = (1 - 1e-3) * (1 + 1e-3) / 2;  // mean of (1 - eps) t over t uniform on [1e-3, 1]
+  EXPECT_NEAR(task.flops_per_token(), full - head * (1 - masked), 1e-6 * full);
 }

@@ -124,6 +124,8 @@ nn::CausalTransformer under_run_config(nn::CausalTransformer loaded, const nn::C
 
 }  // namespace
 
+double DecoderTask::flops_per_token() const { return nn::decoder_flops_per_token(sections().model, seq_len()); }
+
 DecoderRun::DecoderRun(const fs::path& dir, std::unique_ptr<DecoderTask> task, std::string tokenizer, bool resumed)
     : Run(dir, task->kind(), resumed),
       task_(std::move(task)),
@@ -213,7 +215,7 @@ training::FitResult DecoderRun::train(std::FILE* out) {
   if (s.lora.enabled()) nn::add_lora(model, s.lora, s.trainer.seed);
   auto objective = task_->objective(model, context_);
   training::TrainerConfig trainer_config = s.trainer;
-  if (trainer_config.flops_per_token == 0) trainer_config.flops_per_token = nn::decoder_flops_per_token(s.model, task_->seq_len());
+  if (trainer_config.flops_per_token == 0) trainer_config.flops_per_token = task_->flops_per_token();
   auto train_rows = task_->batches(data::Split::train, context_);
   auto val_rows = task_->batches(data::Split::val, context_);
   if (out) {

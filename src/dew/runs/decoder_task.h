@@ -55,6 +55,9 @@ class DecoderTask {
   virtual std::int64_t seq_len() const = 0;
   // Logits computed this many tokens at a time (0 = all); bounds the memory estimate.
   virtual std::int64_t loss_chunk_tokens() const { return 0; }
+  // Training FLOPs per token (for MFU), when trainer.flops_per_token is 0: the decoder's
+  // (nn/decoder_flops.h) unless the objective does less (masked diffusion scores only masked positions).
+  virtual double flops_per_token() const;
 
   // Checks the data settings and the data before anything is written; makes paths absolute; fills
   // model.vocab_size when it is 0 (a run from scratch takes its data's vocabulary).
