@@ -47,6 +47,7 @@ template <class Config>
 class TypedDecoderTask : public TypedTask<DecoderTask, Config> {
  public:
   using TypedTask<DecoderTask, Config>::TypedTask;
+  nn::CausalTransformerConfig default_model_config() const override { return Config{}.model; }
 };
 
 }  // namespace dew::runs

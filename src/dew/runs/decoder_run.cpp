@@ -79,9 +79,8 @@ void check_data_tokenizer(const fs::path& run_dir, const RunFile& file, const De
 // storage dtypes stay the run's choice. A model field the user set (it differs from the default) to a
 // value other than the init model's would be silently ignored, so it is refused. A field set to its
 // default value cannot be told from an unset one; it is adopted like the rest.
-void adopt_model_config(DecoderSections& s, const LoadedModel& init) {
+void adopt_model_config(DecoderSections& s, const LoadedModel& init, const nn::CausalTransformerConfig& unset) {
   nn::CausalTransformerConfig model = init.model->config();
-  const nn::CausalTransformerConfig unset;
   const config::Json asked = config::to_json(s.model), defaults = config::to_json(unset), adopted = config::to_json(model);
   for (const auto& [field, value] : asked.items()) {
     if (field == "dtype" || field == "param_dtype") continue;
@@ -137,7 +136,7 @@ std::unique_ptr<DecoderRun> DecoderRun::start(const fs::path& run_dir, std::uniq
   std::optional<LoadedModel> init;
   if (!s.init.from.empty() && !holds_run(run_dir)) {
     init = load_model_source(s.init.from, {.device = "cpu"});
-    adopt_model_config(s, *init);
+    adopt_model_config(s, *init, task->default_model_config());
   }
   resolve(*task);
   std::string init_tokenizer_sha256;  // the fingerprint run.json records for a fine-tuning run

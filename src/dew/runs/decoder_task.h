@@ -55,6 +55,9 @@ class DecoderTask {
   virtual std::int64_t seq_len() const = 0;
   // Logits computed this many tokens at a time (0 = all); bounds the memory estimate.
   virtual std::int64_t loss_chunk_tokens() const { return 0; }
+  // The kind's default model config (what a field the user did not set holds): fine-tuning refuses only
+  // fields set away from it (decoder_run.cpp, adopt_model_config).
+  virtual nn::CausalTransformerConfig default_model_config() const { return {}; }
   // Training FLOPs per token (for MFU), when trainer.flops_per_token is 0: the decoder's
   // (nn/decoder_flops.h) unless the objective does less (masked diffusion scores only masked positions).
   virtual double flops_per_token() const;

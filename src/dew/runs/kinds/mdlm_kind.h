@@ -16,9 +16,11 @@
 
 namespace dew::runs {
 
-// model.causal and model.mask_token_id are set by check_data (a fresh run's defaults are the lm's; a run
-// from init.from takes the model's own).
+// The lm's decoder made bidirectional. model.mask_token_id is resolved by check_data (and model.causal set
+// again: a run from init.from adopts the model's config, an autoregressive one's included).
 struct MDLMRunConfig : DecoderSections {
+  MDLMRunConfig() { model.causal = false; }
+
   TokenDataConfig data;
   objectives::masked_diffusion::MDLMLossConfig mdlm;
 
