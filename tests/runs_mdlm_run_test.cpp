@@ -122,6 +122,12 @@ TEST(MDLMRunKind, CommandsTrainEvaluateAndGenerate) {
       run.string() + "' --set trainer.steps=1"));
   EXPECT_EQ(lm.status, 1);
   EXPECT_NE(lm.output.find("dew train mdlm"), std::string::npos) << lm.output;
+  // Every autoregressive kind refuses a masked model, before reading its data.
+  auto sft = dew::test::run_command(dew::test::dew_single_threaded(
+      "train sft --data '" + (runs.path() / "chat.jsonl").string() + "' --out '" + (runs.path() / "sft").string() +
+      "' --init-from '" + run.string() + "'"));
+  EXPECT_EQ(sft.status, 1);
+  EXPECT_NE(sft.output.find("`dew train sft` trains an autoregressive decoder"), std::string::npos) << sft.output;
 }
 
 // From an autoregressive model to a masked one and back out as LLaDA: the tiny Llama GGUF made bidirectional

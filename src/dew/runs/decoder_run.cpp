@@ -30,6 +30,11 @@ namespace {
 void resolve(DecoderTask& task) {
   auto& s = task.sections();
   if (!s.init.from.empty()) s.init.from = fs::absolute(s.init.from).lexically_normal().string();
+  if (!task.masked_diffusion() && (!s.model.causal || s.model.mask_token_id >= 0)) {
+    fail("`dew train ", task.kind(), "` trains an autoregressive decoder, but model.causal is false or model.mask_token_id is set",
+         s.init.from.empty() ? "" : str(" (init.from '", s.init.from, "' is a masked-diffusion model)"),
+         "; train masked-diffusion models with `dew train mdlm`");
+  }
   task.check_data();
   s.model.validate();
   if (s.lora.enabled()) {

@@ -55,6 +55,8 @@ class DecoderTask {
   virtual std::int64_t seq_len() const = 0;
   // Logits computed this many tokens at a time (0 = all); bounds the memory estimate.
   virtual std::int64_t loss_chunk_tokens() const { return 0; }
+  // Whether the kind trains a masked-diffusion (bidirectional) decoder; every other kind refuses one.
+  virtual bool masked_diffusion() const { return false; }
   // The kind's default model config (what a field the user did not set holds): fine-tuning refuses only
   // fields set away from it (decoder_run.cpp, adopt_model_config).
   virtual nn::CausalTransformerConfig default_model_config() const { return {}; }

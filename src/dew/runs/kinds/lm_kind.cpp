@@ -16,11 +16,6 @@ void LMTask::check_data() {
     fail("model.vocab_size is ", m.vocab_size, " but the data in '", config_.data.path, "' uses a vocabulary of ", meta.vocab_size,
          " (meta.json vocab_size); set model.vocab_size to 0 (take the data's) or at least ", meta.vocab_size);
   }
-  if (!m.causal || m.mask_token_id >= 0) {
-    fail("`dew train lm` trains an autoregressive decoder, but model.causal is false or model.mask_token_id is set",
-         config_.init.from.empty() ? "" : str(" (init.from '", config_.init.from, "' is a masked-diffusion model)"),
-         "; train masked-diffusion models with `dew train mdlm`");
-  }
   if (config_.lm.loss_chunk_tokens < 0) {
     fail("lm.loss_chunk_tokens must be >= 0 (0 = all at once), got ", config_.lm.loss_chunk_tokens);
   }

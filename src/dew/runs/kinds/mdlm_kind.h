@@ -43,6 +43,7 @@ class MDLMTask final : public TypedDecoderTask<MDLMRunConfig> {
   std::int64_t loss_chunk_tokens() const override { return config_.mdlm.loss_chunk_tokens; }
   std::string validation_loss() const override { return "nelbo"; }
   double flops_per_token() const override;
+  bool masked_diffusion() const override { return true; }
   void check_data() override;
   std::string data_tokenizer_sha256() const override { return token_data_tokenizer_sha256(config_.data); }
   std::string data_tokenizer_name() const override { return token_data_tokenizer_name(config_.data); }
