@@ -232,34 +232,29 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
 
 Loss GrpoObjective::loss(const data::Batch& batch, std::int64_t step) {
   const at::Tensor index = batch.get("prompt_index").to(at::kCPU, at::kLong).contiguous();
-  if (step != step_) {
-    step_ = step;
-    micro_ = 0;
-  } else {
-    ++micro_;
-  }
+  const std::int64_t micro = micro_.next(step);
   const std::int64_t group_step = step - step % config_.epochs;
   if (step == group_step) {
-    if (micro_ == 0) {
+    if (micro == 0) {
       cache_.clear();
       cache_step_ = step;
     }
-    cache_.push_back(sample(index, step, micro_));
+    cache_.push_back(sample(index, step, micro));
   } else {
-    if (cache_step_ != group_step || micro_ >= static_cast<std::int64_t>(cache_.size())) {
+    if (cache_step_ != group_step || micro >= static_cast<std::int64_t>(cache_.size())) {
       fail("GRPO step ", step + 1, " optimises the rollouts sampled at step ", group_step + 1, " again (grpo.epochs = ",
            config_.epochs, ") but they are not held", cache_step_ < 0 ? " (the checkpoint resumed from has no objective.safetensors)" : "",
-           micro_ >= static_cast<std::int64_t>(cache_.size()) && cache_step_ == group_step
+           micro >= static_cast<std::int64_t>(cache_.size()) && cache_step_ == group_step
                ? str(" (that step had ", cache_.size(), " micro-batches; trainer.grad_accum changed mid-group?)") : std::string(),
            "; resume from a checkpoint whose step is a multiple of grpo.epochs, with the same trainer.batch_size and grad_accum");
     }
-    if (!cache_[static_cast<std::size_t>(micro_)].prompt_index.equal(index)) {
-      fail("GRPO step ", step + 1, " micro-batch ", micro_ + 1, " reads other prompts than the rollout of step ", group_step + 1,
+    if (!cache_[static_cast<std::size_t>(micro)].prompt_index.equal(index)) {
+      fail("GRPO step ", step + 1, " micro-batch ", micro + 1, " reads other prompts than the rollout of step ", group_step + 1,
            " it optimises again: trainer.batch_size or trainer.grad_accum changed mid-group. Resume with the values the "
            "group started with, or from a checkpoint whose step is a multiple of grpo.epochs (", config_.epochs, ")");
     }
   }
-  Rollout& r = cache_[static_cast<std::size_t>(micro_)];
+  Rollout& r = cache_[static_cast<std::size_t>(micro)];
   const auto device = device_of(*policy_);
   const at::Tensor ids = r.ids.to(device), mask = r.mask.to(device);
   const at::Tensor logp = token_logprobs(policy_, ids, {}, {}, config_.loss_chunk_tokens, config_.temperature);
@@ -325,7 +320,7 @@ Statistics GrpoObjective::evaluate(const data::Batch& batch) {
 
 std::map<std::string, at::Tensor> GrpoObjective::state() const {
   // After the last pass of a group the next step samples anew: nothing to keep.
-  if (cache_.empty() || (step_ + 1) % config_.epochs == 0) return {};
+  if (cache_.empty() || (micro_.step() + 1) % config_.epochs == 0) return {};
   std::map<std::string, at::Tensor> out;
   out["rollout_step"] = at::full({1}, cache_step_, at::kLong);
   for (std::size_t m = 0; m < cache_.size(); ++m) {
@@ -346,7 +341,7 @@ std::map<std::string, at::Tensor> GrpoObjective::state() const {
 void GrpoObjective::load_state(const std::map<std::string, at::Tensor>& state) {
   cache_.clear();
   cache_step_ = -1;
-  step_ = micro_ = -1;
+  micro_.reset();
   if (state.empty()) return;
   auto need = [&](const std::string& name) -> const at::Tensor& {
     auto it = state.find(name);

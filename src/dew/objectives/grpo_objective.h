@@ -29,6 +29,7 @@
 #include "dew/data/tokenizers/tokenizer.h"
 #include "dew/nn/causal_transformer.h"
 #include "dew/objectives/grpo_loss.h"
+#include "dew/objectives/micro_batch_index.h"
 #include "dew/objectives/objective.h"
 #include "dew/objectives/rewards/reward.h"
 
@@ -124,7 +125,7 @@ class GrpoObjective final : public Objective {
   std::vector<std::unique_ptr<rewards::Reward>> rewards_;
   GrpoObjectiveConfig config_;
   std::uint64_t seed_;
-  std::int64_t step_ = -1, micro_ = -1;  // the step and micro-batch loss() last saw
+  MicroBatchIndex micro_;                // the step and micro-batch loss() last saw
   std::int64_t cache_step_ = -1;         // the rollout step whose rollouts cache_ holds
   std::vector<Rollout> cache_;           // one per micro-batch of that step
 };

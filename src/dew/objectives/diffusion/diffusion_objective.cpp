@@ -153,13 +153,7 @@ Loss DiffusionObjective::compute(const data::Batch& batch, std::uint64_t seed, b
 }
 
 Loss DiffusionObjective::loss(const data::Batch& batch, std::int64_t step) {
-  if (step != step_) {
-    step_ = step;
-    micro_ = 0;
-  } else {
-    ++micro_;
-  }
-  return compute(batch, noise_seed(seed_, step, micro_), /*drop_labels=*/true, /*quarters=*/false);
+  return compute(batch, noise_seed(seed_, step, micro_.next(step)), /*drop_labels=*/true, /*quarters=*/false);
 }
 
 Statistics DiffusionObjective::evaluate(const data::Batch& batch) {

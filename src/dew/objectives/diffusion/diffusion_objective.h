@@ -30,6 +30,7 @@
 #include "dew/objectives/diffusion/model_prediction.h"
 #include "dew/objectives/diffusion/noise_process.h"
 #include "dew/objectives/diffusion/time_sampling.h"
+#include "dew/objectives/micro_batch_index.h"
 #include "dew/objectives/objective.h"
 
 namespace dew::objectives::diffusion {
@@ -134,7 +135,7 @@ class DiffusionObjective final : public Objective {
   Weighting weighting_;
   TimeSamplingConfig time_sampling_;
   std::uint64_t seed_;
-  std::int64_t step_ = -1, micro_ = 0;  // the micro-batch index within the current step
+  MicroBatchIndex micro_;
 };
 
 }  // namespace dew::objectives::diffusion

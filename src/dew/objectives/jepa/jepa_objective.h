@@ -19,6 +19,7 @@
 
 #include "dew/nn/vision/vision_transformer.h"
 #include "dew/objectives/jepa/multiblock_mask.h"
+#include "dew/objectives/micro_batch_index.h"
 #include "dew/objectives/objective.h"
 
 namespace dew::objectives::jepa {
@@ -90,7 +91,7 @@ class JepaObjective final : public Objective {
   JepaNetworks networks_;
   nn::vision::VisionTransformer target_;
   std::uint64_t seed_;
-  std::int64_t step_ = -1, micro_ = 0;
+  MicroBatchIndex micro_;
 };
 
 }  // namespace dew::objectives::jepa

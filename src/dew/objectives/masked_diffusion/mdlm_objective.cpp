@@ -7,6 +7,7 @@
 #include "dew/core/config.h"
 #include "dew/core/error.h"
 #include "dew/core/stream_seed.h"
+#include "dew/nn/decoder_flops.h"
 #include "dew/objectives/token_cross_entropy.h"
 
 namespace dew::objectives::masked_diffusion {
@@ -35,6 +36,19 @@ void MDLMLossConfig::validate() const {
 
 MaskingSchedule MDLMLossConfig::masking_schedule() const {
   return MaskingSchedule(parse_schedule(schedule, "mdlm.schedule"), schedule_eps);
+}
+
+double MDLMLossConfig::expected_masked_fraction() const {
+  const auto schedule = masking_schedule();
+  const int points = 1000;
+  double masked = 0;
+  for (int i = 0; i < points; ++i) masked += 1 - schedule.alpha(time_eps + (1 - time_eps) * (i + 0.5) / points);
+  return masked / points;
+}
+
+double mdlm_flops_per_token(const nn::CausalTransformerConfig& model, std::int64_t seq_len, const MDLMLossConfig& config) {
+  const double head = 6.0 * static_cast<double>(model.emb_features) * static_cast<double>(model.vocab_size);
+  return nn::decoder_flops_per_token(model, seq_len) - head * (1 - config.expected_masked_fraction());
 }
 
 Corruption draw_corruption(const at::Tensor& real, const MDLMLossConfig& config, std::uint64_t seed) {
@@ -122,13 +136,7 @@ Loss MaskedDiffusionObjective::loss_under(const data::Batch& batch, const Corrup
 }
 
 Loss MaskedDiffusionObjective::loss(const data::Batch& batch, std::int64_t step) {
-  if (step != step_) {
-    step_ = step;
-    micro_ = 0;
-  } else {
-    ++micro_;
-  }
-  return loss_under(batch, draw_corruption(real_tokens(batch), config_.loss, corruption_seed(seed_, step, micro_)));
+  return loss_under(batch, draw_corruption(real_tokens(batch), config_.loss, corruption_seed(seed_, step, micro_.next(step))));
 }
 
 Statistics MaskedDiffusionObjective::evaluate(const data::Batch& batch) {

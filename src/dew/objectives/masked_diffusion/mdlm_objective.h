@@ -17,6 +17,7 @@
 
 #include "dew/nn/causal_transformer.h"
 #include "dew/objectives/masked_diffusion/masking_schedule.h"
+#include "dew/objectives/micro_batch_index.h"
 #include "dew/objectives/objective.h"
 
 namespace dew::objectives::masked_diffusion {
@@ -44,6 +45,10 @@ struct MDLMLossConfig {
   // Refuses values outside their ranges, naming the mdlm.* field.
   void validate() const;
   MaskingSchedule masking_schedule() const;
+  // The expected share of a row masked in training: 1 - alpha(t) averaged over the training times (uniform on
+  // [time_eps, 1], fine midpoint rule): ~0.5 for loglinear, ~0.64 for cosine. Only these positions go
+  // through the output head, which is what a FLOP count needs.
+  double expected_masked_fraction() const;
 };
 
 struct MDLMObjectiveConfig {
@@ -92,8 +97,12 @@ class MaskedDiffusionObjective final : public Objective {
   MDLMObjectiveConfig config_;
   MaskingSchedule schedule_;
   std::uint64_t seed_;
-  std::int64_t step_ = -1, micro_ = 0;
+  MicroBatchIndex micro_;
 };
+
+// Training FLOPs per token of the decoder under this objective (for MFU): nn::decoder_flops_per_token less the
+// output head for the positions left unmasked, at config.expected_masked_fraction().
+double mdlm_flops_per_token(const nn::CausalTransformerConfig& model, std::int64_t seq_len, const MDLMLossConfig& config);
 
 // The seed of micro-batch `micro` of step `step`'s corruption stream.
 std::uint64_t corruption_seed(std::uint64_t seed, std::int64_t step, std::int64_t micro);

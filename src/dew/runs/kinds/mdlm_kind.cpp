@@ -4,7 +4,6 @@
 
 #include "dew/core/error.h"
 #include "dew/data/token_files.h"
-#include "dew/nn/decoder_flops.h"
 
 namespace fs = std::filesystem;
 
@@ -67,20 +66,9 @@ void MDLMTask::check_data() {
   m.causal = false;
 }
 
-// Only masked positions go through the output head: the decoder's FLOPs less the head's share for the
-// positions left unmasked, at the schedule's expected masked fraction over the training times (~0.5 for
-// loglinear, ~0.64 for cosine), averaged on a fine grid of [time_eps, 1].
+// Only masked positions go through the output head.
 double MDLMTask::flops_per_token() const {
-  const auto& m = config_.model;
-  const auto schedule = config_.mdlm.masking_schedule();
-  const int points = 1000;
-  double masked = 0;
-  for (int i = 0; i < points; ++i) {
-    const double t = config_.mdlm.time_eps + (1 - config_.mdlm.time_eps) * (i + 0.5) / points;
-    masked += (1 - schedule.alpha(t)) / points;
-  }
-  const double head = 6.0 * static_cast<double>(m.emb_features) * static_cast<double>(m.vocab_size);
-  return nn::decoder_flops_per_token(m, seq_len()) - head * (1 - masked);
+  return objectives::masked_diffusion::mdlm_flops_per_token(config_.model, seq_len(), config_.mdlm);
 }
 
 std::unique_ptr<objectives::Objective> MDLMTask::objective(nn::CausalTransformer model, const RunContext&) const {
