@@ -1,10 +1,12 @@
 #pragma once
-// What every benchmark binary measures the same way: medians and this process's memory.
+// What every benchmark binary measures the same way: medians, this process's memory, the matmul peak, the
+// trainer's step times, and its JSON line.
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,8 +15,12 @@
 #include <string>
 #include <vector>
 
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
 #include "dew/data/batch_source.h"
 #include "dew/objectives/objective.h"
+#include "dew/training/flops.h"
 #include "dew/training/trainer.h"
 
 namespace dew::bench {
@@ -71,6 +77,49 @@ inline training::OptimConfig adamw(double learning_rate, double beta2, double we
   optim.grad_clip_norm = 1.0;
   optim.schedule = schedule;
   return optim;
+}
+
+// The matmul peak MFU divides by: the best of three measurements, since on a shared machine another
+// process can only lower one, never raise it.
+inline double best_peak_flops(c10::Device device, c10::ScalarType dtype) {
+  double peak = 0;
+  for (int i = 0; i < 3; ++i) peak = std::max(peak, training::measure_peak_flops(device, dtype));
+  return peak;
+}
+
+// The trainer settings of a timing run of `steps` steps: one log line after the last step, no evaluation and
+// only the final checkpoint (after the last measured step); the rest at their defaults for the caller to set.
+inline training::TrainerConfig timing_trainer_config(std::int64_t steps, std::int64_t batch, std::uint64_t seed) {
+  training::TrainerConfig trainer;
+  trainer.steps = steps;
+  trainer.batch_size = batch;
+  trainer.log_every = steps;
+  trainer.eval_every = 0;
+  trainer.checkpoint_every = 0;
+  trainer.keep_checkpoints = 1;
+  trainer.seed = seed;
+  return trainer;
+}
+
+// A benchmark binary's main: `body` parses the flags and fills the JSON object (after "impl"), which is
+// printed as one line with the intra-op thread count and the process's peak and starting RSS. An exception
+// (a bad flag included) is printed as "NAME: message" with exit status 1.
+template <class Body>
+int run_bench(const char* name, Body body) {
+  try {
+    const double base_rss = current_rss_mib();
+    nlohmann::ordered_json out;
+    out["impl"] = "dew";
+    body(out);
+    out["threads"] = at::get_num_threads();
+    out["peak_rss_mib"] = peak_rss_mib();
+    out["base_rss_mib"] = base_rss;
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
 }
 
 // What a Trainer run measured: the seconds between consecutive step callbacks after the warmup steps (the

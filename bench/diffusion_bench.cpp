@@ -42,9 +42,7 @@
 
 namespace {
 
-using dew::bench::current_rss_mib;
 using dew::bench::median;
-using dew::bench::peak_rss_mib;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -149,18 +147,10 @@ void train(const Options& o, nlohmann::ordered_json& out) {
                                                            diffusion_config(o), o.seed);
   auto images = random_images(o);
   const auto device = dew::nn::resolve_device(o.device);
-  double peak = 0;  // best of three: another process can only lower a measurement
-  for (int i = 0; i < 3; ++i) peak = std::max(peak, dew::training::measure_peak_flops(device, at::kFloat));
+  const double peak = dew::bench::best_peak_flops(device, at::kFloat);
   const double flops_per_image = 3 * dew::nn::diffusion::image_model_flops(config);
 
-  dew::training::TrainerConfig trainer;
-  trainer.steps = o.warmup + o.steps;
-  trainer.batch_size = o.batch;
-  trainer.log_every = trainer.steps;
-  trainer.eval_every = 0;
-  trainer.checkpoint_every = 0;  // only the final checkpoint, after the last measured step
-  trainer.keep_checkpoints = 1;
-  trainer.seed = o.seed;
+  auto trainer = dew::bench::timing_trainer_config(o.warmup + o.steps, o.batch, o.seed);
   trainer.ema_decay = o.ema;
   trainer.device = o.device;
 
@@ -227,26 +217,15 @@ void sample(const Options& o, nlohmann::ordered_json& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return dew::bench::run_bench("diffusion_bench", [&](nlohmann::ordered_json& out) {
     const Options o = parse(argc, argv);
     if (o.threads > 0) at::set_num_threads(static_cast<int>(o.threads));
-    const double base_rss = current_rss_mib();
-    nlohmann::ordered_json out;
-    out["impl"] = "dew";
     out["mode"] = o.mode;
-    out["threads"] = at::get_num_threads();
     out["device"] = o.device;
     out["process"] = o.process;
     out["config"] = {{"size", o.size}, {"channels", o.channels}, {"classes", o.classes}, {"patch", o.patch},
                      {"dim", o.dim},   {"depth", o.depth},       {"heads", o.heads},     {"batch", o.batch}};
     if (o.mode == "train") train(o, out);
     else sample(o, out);
-    out["peak_rss_mib"] = peak_rss_mib();
-    out["base_rss_mib"] = base_rss;
-    std::printf("%s\n", out.dump().c_str());
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "diffusion_bench: %s\n", e.what());
-    return 1;
-  }
+  });
 }

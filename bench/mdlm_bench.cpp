@@ -38,15 +38,12 @@
 #include "bench_support.h"
 #include "dew/inference/masked_generate.h"
 #include "dew/nn/causal_transformer.h"
-#include "dew/nn/decoder_flops.h"
 #include "dew/objectives/masked_diffusion/mdlm_objective.h"
 #include "dew/training/flops.h"
 
 namespace {
 
-using dew::bench::current_rss_mib;
 using dew::bench::median;
-using dew::bench::peak_rss_mib;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -184,17 +181,8 @@ void train(const Options& o, nlohmann::ordered_json& out) {
   std::vector<dew::data::Batch> pool(4);
   for (auto& batch : pool) batch.set("text", at::randint(o.vocab, {o.batch, o.seq}, generator, at::kLong));
   dew::bench::CycledBatches rows(std::move(pool), o.batch);
-  double peak = 0;  // best of three: another process can only lower a measurement
-  for (int i = 0; i < 3; ++i) peak = std::max(peak, dew::training::measure_peak_flops(at::kCPU, at::kFloat));
-
-  dew::training::TrainerConfig trainer;
-  trainer.steps = o.warmup + o.train_steps;
-  trainer.batch_size = o.batch;
-  trainer.log_every = trainer.steps;
-  trainer.eval_every = 0;
-  trainer.checkpoint_every = 0;  // only the final checkpoint, after the last measured step
-  trainer.keep_checkpoints = 1;
-  trainer.seed = o.seed;
+  const double peak = dew::bench::best_peak_flops(at::kCPU, at::kFloat);
+  auto trainer = dew::bench::timing_trainer_config(o.warmup + o.train_steps, o.batch, o.seed);
   trainer.ema_decay = 0;
   const auto times = dew::bench::time_trainer(objective, dew::bench::adamw(2e-3, 0.95, 0.1, "cosine"), trainer, rows, o.warmup);
   if (!o.trace.empty()) {  // after the timed steps, so the profiler costs them nothing
@@ -202,7 +190,7 @@ void train(const Options& o, nlohmann::ordered_json& out) {
     objective.loss(rows.next_batch(o.batch), o.warmup + o.train_steps).sum.backward();
   }
   const double step_s = median(times.step_seconds);
-  const double flops_per_token = dew::nn::decoder_flops_per_token(config, o.seq);
+  const double flops_per_token = dew::objectives::masked_diffusion::mdlm_flops_per_token(config, o.seq, mdlm.loss);
   out["parameters"] = model->parameter_count();
   out["seq"] = o.seq;
   out["batch"] = o.batch;
@@ -221,24 +209,13 @@ void train(const Options& o, nlohmann::ordered_json& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return dew::bench::run_bench("mdlm_bench", [&](nlohmann::ordered_json& out) {
     const Options o = parse(argc, argv);
     if (o.threads > 0) at::set_num_threads(static_cast<int>(o.threads));
-    const double base_rss = current_rss_mib();
-    nlohmann::ordered_json out;
-    out["impl"] = "dew";
     out["mode"] = o.mode;
-    out["threads"] = at::get_num_threads();
     out["config"] = {{"vocab", o.vocab}, {"emb", o.emb}, {"layers", o.layers}, {"heads", o.heads},
                      {"mlp_features", o.mlp_features}, {"max_seq_len", o.max_seq_len}};
     if (o.mode == "train") train(o, out);
     else sample(o, out);
-    out["peak_rss_mib"] = peak_rss_mib();
-    out["base_rss_mib"] = base_rss;
-    std::printf("%s\n", out.dump().c_str());
-    return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mdlm_bench: %s\n", e.what());
-    return 1;
-  }
+  });
 }

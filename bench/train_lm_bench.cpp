@@ -207,9 +207,7 @@ int main(int argc, char** argv) {
     auto rows = random_rows(o.vocab, o.seq, o.batch, o.seed + 1);
 
     const auto peak_dtype = config.dtype == "bfloat16" ? at::kBFloat16 : config.dtype == "float16" ? at::kHalf : at::kFloat;
-    // Best of three: on a shared machine another process can only lower a measurement, never raise it.
-    double peak = 0;
-    for (int i = 0; i < 3; ++i) peak = std::max(peak, dew::training::measure_peak_flops(device, peak_dtype));
+    const double peak = dew::bench::best_peak_flops(device, peak_dtype);
     const double flops_per_token = dew::nn::decoder_flops_per_token(config, o.seq);
     const double tokens_per_step = static_cast<double>(o.batch * o.seq);
 
@@ -228,14 +226,7 @@ int main(int argc, char** argv) {
       for (const auto& [name, value] : phases) out[name] = value;
       out["tokens_per_s"] = tokens_per_step / phases["step_s"];
     } else {
-      dew::training::TrainerConfig trainer;
-      trainer.steps = o.warmup + o.steps;
-      trainer.batch_size = o.batch;
-      trainer.log_every = trainer.steps;        // one log line, after the last measured step
-      trainer.eval_every = 0;                   // no validation source is passed anyway
-      trainer.checkpoint_every = 0;             // only the final checkpoint, after the last measured step
-      trainer.keep_checkpoints = 1;
-      trainer.seed = o.seed;
+      auto trainer = dew::bench::timing_trainer_config(o.warmup + o.steps, o.batch, o.seed);
       trainer.ema_decay = o.ema;
       trainer.device = o.device;
       trainer.peak_flops = peak;

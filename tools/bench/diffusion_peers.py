@@ -25,7 +25,7 @@ import statistics
 import sys
 import time
 
-from peer_support import DewmlStepClock, current_rss_mib, limit_jax_threads, peak_rss_mib, probe_dewml
+from peer_support import current_rss_mib, limit_jax_threads, peak_rss_mib, probe_dewml, time_dewml_trainer
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -204,12 +204,10 @@ def run_dewml(a) -> dict:
     its SimpleDiT uses rotary positions instead of a sin-cos table."""
     limit_jax_threads(a.threads)
     base_rss = current_rss_mib()
-    import itertools
 
-    import jax
     import numpy as np
     import optax
-    from dew import Dataset, Field, InputSpec, Trainer
+    from dew import Field, InputSpec
     from dew.diffusion.presets import Flow
     from dew.nn.backbones import SimpleDiT
     from dew.objectives.diffusion import DiffusionObjective
@@ -222,18 +220,9 @@ def run_dewml(a) -> dict:
                                    ema_decay=a.ema)
     rng = np.random.default_rng(a.seed + 1)
     pool = [{"image": rng.uniform(-1, 1, (a.batch, a.size, a.size, a.channels)).astype(np.float32)} for _ in range(4)]
-    data = Dataset(train=lambda partition: itertools.cycle(pool), val=None, records=a.batch * len(pool), batch=a.batch)
-
-    clock = DewmlStepClock()
-    trainer = Trainer(objective, optax.adamw(2e-4), key=jax.random.key(a.seed), tracker=clock)
-    trainer.fit(data, steps=a.warmup + a.steps, log_every=1, checkpoint_every=None)
-    measured = [s for step, s in clock.reported if step > a.warmup]
-    step_s = statistics.median(measured)
-    return {**common(a, "dewml"), "mode": "train", "threads": a.threads or os.cpu_count(), "jax": jax.__version__,
-            "steps_measured": len(measured), "step_s": step_s, "step_s_min": min(measured), "steps_s": measured,
-            "images_per_s": a.batch / step_s, "loss_first": clock.losses[0] if clock.losses else None,
-            "loss_last": clock.losses[-1] if clock.losses else None, "peak_rss_mib": peak_rss_mib(),
-            "base_rss_mib": base_rss}
+    t = time_dewml_trainer(objective, optax.adamw(2e-4), pool, a.batch, a.steps, a.warmup, a.seed)
+    return {**common(a, "dewml"), "mode": "train", "threads": a.threads or os.cpu_count(), **t,
+            "images_per_s": a.batch / t["step_s"], "peak_rss_mib": peak_rss_mib(), "base_rss_mib": base_rss}
 
 
 def main(argv) -> int:

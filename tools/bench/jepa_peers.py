@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-from peer_support import DewmlStepClock, current_rss_mib, limit_jax_threads, peak_rss_mib, probe_dewml
+from peer_support import current_rss_mib, limit_jax_threads, peak_rss_mib, probe_dewml, time_dewml_trainer
 
 
 def parse(argv):
@@ -81,12 +81,9 @@ def run_dew(a) -> dict:
 def run_dewml(a) -> dict:
     limit_jax_threads(a.threads)
     base_rss = current_rss_mib()
-    import itertools
 
-    import jax
     import numpy as np
     import optax
-    from dew import Dataset, Trainer
     from dew.inputs import Field
     from dew.nn.backbones.jepa import JepaEncoder, JepaPredictor
     from dew.objectives.jepa.masking import MultiBlockMask
@@ -102,15 +99,8 @@ def run_dewml(a) -> dict:
     rng = np.random.default_rng(a.seed + 1)
     pool = [{"image": rng.uniform(-1, 1, (a.batch, 28, 28, 1)).astype(np.float32),
              "label": rng.integers(0, 10, (a.batch,), dtype=np.int32)} for _ in range(4)]
-    data = Dataset(train=lambda partition: itertools.cycle(pool), val=None, records=a.batch * len(pool), batch=a.batch)
-    clock = DewmlStepClock()
-    trainer = Trainer(objective, optax.adamw(1e-3), key=jax.random.key(a.seed), tracker=clock)
-    trainer.fit(data, steps=a.warmup + a.steps, log_every=1, checkpoint_every=None)
-    measured = [s for step, s in clock.reported if step > a.warmup]
-    step_s = statistics.median(measured)
-    return {**common(a, "dewml"), "jax": jax.__version__, "context_tokens": mask.num_context, "steps_measured": len(measured),
-            "step_s": step_s, "step_s_min": min(measured), "images_per_s": a.batch / step_s,
-            "loss_first": clock.losses[0] if clock.losses else None, "loss_last": clock.losses[-1] if clock.losses else None,
+    t = time_dewml_trainer(objective, optax.adamw(1e-3), pool, a.batch, a.steps, a.warmup, a.seed)
+    return {**common(a, "dewml"), "context_tokens": mask.num_context, **t, "images_per_s": a.batch / t["step_s"],
             "peak_rss_mib": peak_rss_mib(), "base_rss_mib": base_rss}
 
 

@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 
-from peer_support import DewmlStepClock, current_rss_mib, limit_jax_threads, peak_rss_mib, probe_dewml
+from peer_support import current_rss_mib, limit_jax_threads, peak_rss_mib, probe_dewml, time_dewml_trainer
 
 LEARNING_RATE, WARMUP_STEPS, DECAY_STEPS, FINAL_FRACTION, EMA = 2e-3, 30, 600, 0.1, 0.95
 
@@ -130,11 +130,8 @@ def run_dewml(a) -> dict:
     meta = token_meta(a)
     limit_jax_threads(a.threads)
     base_rss = current_rss_mib()
-    import itertools
 
-    import jax
     import numpy as np
-    from dew import Dataset, Trainer
     from dew.config import OptimConfig
     from dew.diffusion.discrete import MDLM
     from dew.objectives.diffusion import MaskedDiffusionObjective
@@ -156,19 +153,8 @@ def run_dewml(a) -> dict:
     for _ in range(total):
         starts = rng.integers(0, ids.size - a.seq, a.batch)
         pool.append({"text": np.stack([ids[s:s + a.seq] for s in starts]).astype(np.int32)})
-    data = Dataset(train=lambda partition: itertools.cycle(pool), val=None, records=a.batch * len(pool), batch=a.batch)
-
-    clock = DewmlStepClock()
-    trainer = Trainer(objective, optim, key=jax.random.key(a.seed), tracker=clock)
-    trainer.fit(data, steps=total, log_every=1, checkpoint_every=None)
-    measured = [s for step, s in clock.reported if step > a.warmup]
-    step_s = statistics.median(measured)
-    return {**common(a, "dewml"), "vocab": vocab + 1, "jax": jax.__version__, "steps_measured": len(measured),
-            "step_s": step_s, "step_s_min": min(measured), "steps_s": measured,
-            "step_s_between_logs": statistics.median(g for s, g in clock.gaps if s > a.warmup),
-            "tokens_per_s": a.batch * a.seq / step_s,
-            "loss_first": clock.losses[0] if clock.losses else None,
-            "loss_last": clock.losses[-1] if clock.losses else None,
+    t = time_dewml_trainer(objective, optim, pool, a.batch, a.steps, a.warmup, a.seed)
+    return {**common(a, "dewml"), "vocab": vocab + 1, **t, "tokens_per_s": a.batch * a.seq / t["step_s"],
             "peak_rss_mib": peak_rss_mib(), "base_rss_mib": base_rss}
 
 

@@ -68,3 +68,26 @@ class DewmlStepClock:
 
     def close(self):
         pass
+
+
+def time_dewml_trainer(objective, optim, rows, batch: int, steps: int, warmup: int, seed: int) -> dict:
+    """Runs dewml's Trainer for warmup + steps steps over `rows` (a list of batches, cycled) and returns what
+    every peer reports of it: the median step time its tracker reported after the warmup steps (step_s), the
+    fastest, all of them, the median wall time between per-step log calls, and the first and last loss."""
+    import itertools
+    import statistics
+
+    import jax
+    from dew import Dataset, Trainer
+
+    data = Dataset(train=lambda partition: itertools.cycle(rows), val=None, records=batch * len(rows), batch=batch)
+    clock = DewmlStepClock()
+    trainer = Trainer(objective, optim, key=jax.random.key(seed), tracker=clock)
+    trainer.fit(data, steps=warmup + steps, log_every=1, checkpoint_every=None)
+    measured = [s for step, s in clock.reported if step > warmup]
+    gaps = [g for s, g in clock.gaps if s > warmup]
+    return {"jax": jax.__version__, "steps_measured": len(measured), "step_s": statistics.median(measured),
+            "step_s_min": min(measured), "steps_s": measured,
+            "step_s_between_logs": statistics.median(gaps) if gaps else None,
+            "loss_first": clock.losses[0] if clock.losses else None,
+            "loss_last": clock.losses[-1] if clock.losses else None}

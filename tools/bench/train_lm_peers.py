@@ -20,7 +20,7 @@ import statistics
 import sys
 import time
 
-from peer_support import DewmlStepClock, current_rss_mib, limit_jax_threads, peak_rss_mib, probe_dewml
+from peer_support import current_rss_mib, limit_jax_threads, peak_rss_mib, probe_dewml, time_dewml_trainer
 
 
 def parse(argv):
@@ -210,12 +210,10 @@ def run_torch(a) -> dict:
 def run_dewml(a) -> dict:
     limit_jax_threads(a.threads)
     base_rss = current_rss_mib()
-    import itertools
 
     import jax
     import jax.numpy as jnp
     import numpy as np
-    from dew import Dataset, Trainer
     from dew.config import OptimConfig
     from dew.nn.backbones.causal_transformer import CausalTransformer
     from dew.objectives.lm import LMObjective
@@ -234,19 +232,9 @@ def run_dewml(a) -> dict:
                         weight_decay=0.1, b1=0.9, b2=0.95, clip_grads=1.0)
     rng = np.random.default_rng(a.seed + 1)
     pool = [{"text": rng.integers(0, a.vocab, (a.batch, a.seq + 1), dtype=np.int32)} for _ in range(4)]
-    data = Dataset(train=lambda partition: itertools.cycle(pool), val=None, records=a.batch * len(pool), batch=a.batch)
-
-    clock = DewmlStepClock()
-    trainer = Trainer(objective, optim, key=jax.random.key(a.seed), tracker=clock)
-    trainer.fit(data, steps=total, log_every=1, checkpoint_every=None)
-    measured = [s for step, s in clock.reported if step > a.warmup]
-    step_s = statistics.median(measured)
+    t = time_dewml_trainer(objective, optim, pool, a.batch, a.steps, a.warmup, a.seed)
     return {"impl": "dewml", "mode": "jax-jit", "threads": a.threads or os.cpu_count(), "device": a.device,
-            "dtype": a.dtype, "jax": jax.__version__, "steps_measured": len(measured), "step_s": step_s,
-            "step_s_min": min(measured), "steps_s": measured, "step_s_between_logs": statistics.median(g for s, g in clock.gaps if s > a.warmup),
-            "tokens_per_s": a.batch * a.seq / step_s,
-            "loss_first": clock.losses[0] if clock.losses else None,
-            "loss_last": clock.losses[-1] if clock.losses else None,
+            "dtype": a.dtype, **t, "tokens_per_s": a.batch * a.seq / t["step_s"],
             "peak_rss_mib": peak_rss_mib(), "base_rss_mib": base_rss}
 
 
