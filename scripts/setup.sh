@@ -21,7 +21,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 install_debian_packages() {
   local wanted=(cmake ninja-build ccache g++ pkg-config unzip python3-pip
                 nlohmann-json3-dev libcli11-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev libstb-dev zlib1g-dev
-                libgoogle-perftools-dev dataset-fashion-mnist
+                libgoogle-perftools-dev libgloo-dev dataset-fashion-mnist
                 r-base-core r-cran-janeaustenr)
   local missing=()
   for p in "${wanted[@]}"; do

@@ -10,6 +10,7 @@
 
 #include "dew/cli/commands.h"
 #include "dew/core/error.h"
+#include "dew/distributed/process_group.h"
 
 namespace {
 constexpr int kUserError = 1;
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   dew::cli::add_sample_command(app);
   dew::cli::add_probe_command(app);
   dew::cli::add_export_command(app);
+  dew::cli::add_launch_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -38,9 +40,12 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kUserError;
   } catch (const dew::Error& e) {
     std::fprintf(stderr, "dew: error: %s\n", e.what());
+    // The other processes of a multi-process job name this rank and its error instead of a lost connection.
+    if (auto* group = dew::distributed::process_group()) group->report_failure(e.what());
     return kUserError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dew: internal error: %s\n", e.what());
+    if (auto* group = dew::distributed::process_group()) group->report_failure(std::string("internal error: ") + e.what());
     return kInternalError;
   }
   return 0;

@@ -8,6 +8,12 @@
 // One writer per run directory: the command locks --out (core/directory_lock.h) before it reads run.json,
 // so a second `dew train` on it fails naming the first one's pid. A fresh run that fails before its first
 // checkpoint removes what it wrote (runs::FreshRunUndo), so the corrected command starts fresh again.
+//
+// Started by `dew launch` as several processes (RANK, WORLD_SIZE, ... in the environment), every process runs
+// this same command: they join one process group first; rank 0 alone takes the lock, checks the directory
+// and writes run.json (the effective config, --set included), while the others wait; then the others open
+// the run it wrote, and all train together (training/trainer.h). Only rank 0 prints the summary.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -20,8 +26,12 @@
 #include "dew/core/atomic_file.h"
 #include "dew/core/config.h"
 #include "dew/core/directory_lock.h"
+#include "dew/distributed/process_group.h"
+#include "dew/nn/device.h"
 #include "dew/runs/run_directory.h"
+#include "dew/runs/run.h"
 #include "dew/runs/run_kind.h"
+#include "dew/training/trainer_config.h"
 
 namespace dew::cli {
 
@@ -83,6 +93,24 @@ void add_kind(CLI::App* train, const runs::RunKind& kind) {
       std::printf("%s\n", effective_config().dump(2).c_str());
       return;
     }
+    const auto& place = distributed::process_place();
+    if (place.multi_process()) {
+      auto config = effective_config();
+      training::TrainerConfig trainer;
+      if (config.contains("trainer")) config::from_json(config["trainer"], trainer, "the trainer section");
+      trainer.validate();  // trainer.parallel, and a batch that splits over the processes, before anyone waits
+      distributed::join_process_group(nn::resolve_device(trainer.device),
+                                      std::chrono::milliseconds(static_cast<std::int64_t>(trainer.timeout_seconds * 1000)));
+      if (place.rank != 0) {
+        distributed::process_group()->barrier("waiting for rank 0 to set up the run directory");
+        use_available_threads();
+        std::unique_ptr<runs::Run> run = runs::open_run(out);
+        training::FitResult result = run->train(nullptr);
+        distributed::leave_process_group();
+        if (result.interrupted) std::exit(130);
+        return;
+      }
+    }
     // Lock first: whether the run is fresh or resumed is decided by run.json, which only the holder writes.
     std::error_code ec;
     const bool existed = std::filesystem::exists(out, ec);
@@ -108,6 +136,7 @@ void add_kind(CLI::App* train, const runs::RunKind& kind) {
     std::unique_ptr<runs::Run> run = kind.start(out, config);
     std::printf("%s run '%s' (%s): %s\n", run->resumed() ? "resuming" : "new", out.c_str(), kind.name(), run->describe().c_str());
     std::fflush(stdout);
+    if (auto* group = distributed::process_group()) group->barrier("rank 0 setting up the run directory");
     const training::TrainerConfig& c = run->trainer_config();
 
     training::FitResult result = run->train(stdout);
@@ -124,6 +153,7 @@ void add_kind(CLI::App* train, const runs::RunKind& kind) {
                                                   : std::string("no checkpoint written");
     std::printf("%s; plots in '%s'\n", checkpoint.c_str(), (out / "tracking").c_str());
     std::fflush(stdout);
+    distributed::leave_process_group();
     if (result.interrupted) std::exit(130);  // the shell's convention for a run stopped by a signal
   });
 }

@@ -5,6 +5,7 @@
 #include "dew/core/error.h"
 #include "dew/data/images/image_fit.h"
 #include "dew/data/prefetcher.h"
+#include "dew/distributed/process_place.h"
 #include "dew/nn/device.h"
 #include "dew/nn/parameter_count.h"
 #include "dew/training/checkpoint.h"
@@ -31,6 +32,8 @@ data::images::ImageBatchOptions batch_options(const ImageSections& s, bool train
   o.size = s.data.image_size;
   o.fit = data::images::parse_fit(s.data.fit);
   o.flip = train && s.data.flip;
+  o.rank = distributed::process_place().rank;  // this process's shard (runs/loader_shard.h)
+  o.world = distributed::process_place().world;
   return o;
 }
 
@@ -132,7 +135,7 @@ training::FitResult ImageRun::train(std::FILE* out) {
   }
   std::unique_ptr<data::BatchSource> train_source = std::move(train_rows);
   if (s.data.prefetch > 0) {
-    train_source = std::make_unique<data::Prefetcher>(std::move(train_source), s.trainer.batch_size, static_cast<std::size_t>(s.data.prefetch));
+    train_source = std::make_unique<data::Prefetcher>(std::move(train_source), s.trainer.process_rows(), static_cast<std::size_t>(s.data.prefetch));
   }
   auto val_rows = validation_batches();
   auto model = task_->build_model();

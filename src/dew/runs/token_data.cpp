@@ -6,6 +6,7 @@
 #include "dew/data/packed_tokens.h"
 #include "dew/data/prefetcher.h"
 #include "dew/data/token_windows.h"
+#include "dew/runs/loader_shard.h"
 
 namespace fs = std::filesystem;
 
@@ -39,7 +40,7 @@ data::TokenMeta check_token_data(TokenDataConfig& d) {
 
 std::unique_ptr<data::BatchSource> token_batches(const TokenDataConfig& d, RowShift shift, data::Split split,
                                                  const training::TrainerConfig& trainer) {
-  data::TokenLoaderOptions options{.split = split, .seed = trainer.seed};
+  data::TokenLoaderOptions options = loader_options(split, trainer.seed);
   const data::TokenMeta meta = data::read_token_meta(d.path);
   // The loaders cut rows of seq_len + 1 ids; a row without the shift asks them for one id less.
   const std::int64_t loader_len = d.seq_len - 1 + static_cast<std::int64_t>(shift);
@@ -56,7 +57,7 @@ std::unique_ptr<data::BatchSource> token_batches(const TokenDataConfig& d, RowSh
     source = std::make_unique<data::TokenWindows>(d.path, loader_len, stride, options);
   }
   if (split == data::Split::train && d.prefetch > 0) {
-    const std::int64_t rows = trainer.batch_size / trainer.grad_accum;
+    const std::int64_t rows = trainer.process_rows();
     source = std::make_unique<data::Prefetcher>(std::move(source), rows, static_cast<std::size_t>(d.prefetch));
   }
   return source;

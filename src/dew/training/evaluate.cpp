@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "dew/core/error.h"
+#include "dew/training/process_statistics.h"
 
 namespace dew::training {
 
@@ -14,9 +15,21 @@ data::Batch to_device(const data::Batch& batch, c10::Device device) {
   return out;
 }
 
+namespace {
+
+// The first `rows` rows of every tensor of a batch.
+data::Batch first_rows(const data::Batch& batch, std::int64_t rows) {
+  data::Batch out;
+  for (const auto& [name, t] : batch.tensors()) out.set(name, t.narrow(0, 0, rows));
+  return out;
+}
+
+}  // namespace
+
 objectives::Statistics evaluate_objective(objectives::Objective& objective, data::BatchSource& source, std::int64_t rows,
-                                          std::int64_t max_batches, c10::Device device) {
+                                          std::int64_t max_batches, c10::Device device, distributed::ProcessGroup* group) {
   if (rows <= 0) fail("evaluation batch size must be positive, got ", rows);
+  const std::int64_t world = group ? group->world() : 1, rank = group ? group->rank() : 0;
   at::NoGradGuard no_grad;
   auto& module = objective.module();
   const bool was_training = module.is_training();
@@ -27,8 +40,12 @@ objectives::Statistics evaluate_objective(objectives::Objective& objective, data
   std::int64_t taken = 0, batches = 0;
   try {
     while (taken < records && (max_batches <= 0 || batches < max_batches)) {
-      const std::int64_t n = std::min(rows, records - taken);
-      total.merge(objective.evaluate(to_device(source.next_batch(n), device)));
+      // n global records, ceil(n / world) rows per rank; rank r's j-th row is global record taken + r + j * world.
+      const std::int64_t n = std::min(std::max<std::int64_t>(rows / world, 1) * world, records - taken);
+      const std::int64_t per_rank = (n + world - 1) / world;
+      const std::int64_t mine = std::max<std::int64_t>(0, std::min(per_rank, (n - rank + world - 1) / world));
+      data::Batch batch = source.next_batch(per_rank);
+      if (mine > 0) total.merge(objective.evaluate(to_device(mine < per_rank ? first_rows(batch, mine) : batch, device)));
       taken += n;
       ++batches;
     }
@@ -37,7 +54,7 @@ objectives::Statistics evaluate_objective(objectives::Objective& objective, data
     throw;
   }
   module.train(was_training);
-  return total;
+  return group ? sum_over_processes(total, *group, "evaluation") : total;
 }
 
 }  // namespace dew::training

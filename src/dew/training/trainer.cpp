@@ -22,6 +22,7 @@
 #include "dew/training/flops.h"
 #include "dew/training/grad_clip.h"
 #include "dew/training/lr_schedule.h"
+#include "dew/training/process_statistics.h"
 #include "dew/training/stop_signals.h"
 
 namespace fs = std::filesystem;
@@ -108,6 +109,7 @@ std::string log_line(std::int64_t step, std::int64_t total, const std::map<std::
 struct Trainer::StepOutcome {
   double loss_sum = 0, count = 0, grad_norm = 0, lr = 0, seconds = 0;
   objectives::Statistics metrics;
+  bool stop = false;  // some rank was asked to stop (always this rank's request with one process)
 };
 
 Trainer::Trainer(objectives::Objective& objective, OptimConfig optim, TrainerConfig config, fs::path run_dir)
@@ -116,28 +118,51 @@ Trainer::Trainer(objectives::Objective& objective, OptimConfig optim, TrainerCon
   optim_.validate();
   config_.validate();
   device_ = nn::resolve_device(config_.device);
+  if (distributed::process_place().multi_process()) {
+    group_ = &distributed::join_process_group(
+        device_, std::chrono::milliseconds(static_cast<std::int64_t>(config_.timeout_seconds * 1000)));
+  }
 }
 
 Trainer::~Trainer() = default;
 
-Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t step) {
+Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t step, const StopSignals& stop) {
   const auto start = Clock::now();
   StepOutcome out;
   std::vector<at::Tensor> params;
   for (auto& [name, p] : params_) {
-    p.mutable_grad() = at::Tensor();
+    if (!buckets_) p.mutable_grad() = at::Tensor();
     params.push_back(p);
   }
-  const std::int64_t rows = config_.batch_size / config_.grad_accum;
+  if (buckets_) buckets_->zero_gradients();
+  const std::int64_t rows = config_.process_rows();
   at::Tensor loss_total;
   for (std::int64_t micro = 0; micro < config_.grad_accum; ++micro) {
     auto loss = objective_.loss(to_device(train.next_batch(rows), device_), step);
+    if (buckets_ && micro + 1 == config_.grad_accum) buckets_->arm(dew::str("the gradient sum of step ", step + 1));
     loss.sum.backward();
     loss_total = loss_total.defined() ? loss_total + loss.sum.detach() : loss.sum.detach();
     out.count += loss.count;
     out.metrics.merge(loss.metrics);
   }
   out.loss_sum = loss_total.item<double>();
+  if (group_) {
+    const bool stop_requested = stop.requested();
+    buckets_->finish();
+    // One small sum for the step's loss, count, stop requests and metrics: every rank then sees the same.
+    objectives::Statistics local = out.metrics;
+    local.add("\x01step", out.loss_sum, out.count);
+    local.add("\x01stop", stop_requested ? 1 : 0, 0);
+    auto total = sum_over_processes(local, *group_, dew::str("the loss sum of step ", step + 1));
+    const auto& values = total.values();
+    out.loss_sum = values.at("\x01step").sum;
+    out.count = values.at("\x01step").count;
+    out.stop = values.at("\x01stop").sum > 0;
+    out.metrics = {};
+    for (const auto& [name, v] : values) {
+      if (name[0] != '\x01') out.metrics.add(name, v.sum, v.count);
+    }
+  }
   if (!std::isfinite(out.loss_sum)) {
     auto last = latest_checkpoint(run_dir_);
     fail("non-finite loss (", out.loss_sum, ") at step ", step + 1, "; training stopped without saving this state. ",
@@ -164,6 +189,7 @@ Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t 
   optimizer_->step(out.lr);
   ema_->update(step);
   objective_.after_step(step, config_.steps);
+  if (!group_) out.stop = stop.requested();
   out.seconds = seconds_since(start);
   return out;
 }
@@ -217,19 +243,20 @@ void Trainer::draw_plots() const {
 
 objectives::Statistics Trainer::evaluate(data::BatchSource& val) {
   EmaScope scope(ema_.get());
-  return evaluate_objective(objective_, val, config_.batch_size, config_.eval_batches, device_);
+  return evaluate_objective(objective_, val, config_.batch_size, config_.eval_batches, device_, group_);
 }
 
 FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   StopSignals stop;
   auto& module = objective_.module();
+  std::FILE* const out = leader() ? out_ : nullptr;  // one voice for the whole job
   std::optional<Progress> progress;  // made once the start step is known
   auto say = [&](const std::string& text) {
     if (progress) {
       progress->line(text);
-    } else if (out_) {
-      std::fprintf(out_, "%s\n", text.c_str());
-      std::fflush(out_);
+    } else if (out) {
+      std::fprintf(out, "%s\n", text.c_str());
+      std::fflush(out);
     }
   };
 
@@ -250,6 +277,14 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   params_.clear();
   for (const auto& [name, p] : nn::parameter_map(module)) {
     if (p.requires_grad()) params_[name] = p;
+  }
+  if (group_) {
+    share_leader_weights();
+    std::vector<at::Tensor> in_order;  // registration order, which the buckets reverse
+    for (const auto& p : module.parameters()) {
+      if (p.requires_grad()) in_order.push_back(p);
+    }
+    buckets_ = std::make_unique<distributed::GradientBuckets>(*group_, in_order);
   }
   optimizer_ = make_optimizer(optim_, params_);
   ema_ = std::make_unique<Ema>(config_.ema_decay, params_, config_.ema_warmup);
@@ -300,21 +335,29 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
     last_metrics = s.metrics;
     say(dew::str("resuming from '", checkpoint->dir().string(), "' at step ", step));
   }
-  telemetry::LocalTracker tracker(run_dir_ / "tracking", step);
+  std::optional<telemetry::LocalTracker> tracker;
+  if (leader()) tracker.emplace(run_dir_ / "tracking", step);
 
   std::int64_t parameter_count = 0;
   for (const auto& [name, p] : params_) parameter_count += p.numel();
   const double flops_per_token = config_.flops_per_token > 0 ? config_.flops_per_token : 6.0 * static_cast<double>(parameter_count);
-  const double peak = config_.peak_flops > 0 ? config_.peak_flops
-                                             : measure_peak_flops(device_, device_.is_cuda() ? at::kBFloat16 : at::kFloat);
+  double peak = config_.peak_flops;
+  if (peak <= 0) {
+    // With several processes the leader measures alone (a measurement on every rank at once would share
+    // the cores and read low) and the others take its figure.
+    peak = leader() ? measure_peak_flops(device_, device_.is_cuda() ? at::kBFloat16 : at::kFloat) : 0;
+    if (group_) peak = group_->all_reduce_sum({peak}, "the peak FLOP/s measurement")[0];
+  }
+  const std::int64_t world = group_ ? group_->world() : 1;
   say(dew::str("training ", objective_.name(), ": ", human_count(static_cast<double>(parameter_count), "parameters"),
                         " on ", device_.str(), ", steps ", step, " -> ", config_.steps, ", batch ", config_.batch_size,
                         config_.grad_accum > 1 ? dew::str(" (", config_.grad_accum, " micro-batches)") : std::string(),
-                        ", peak ", human_count(peak, "FLOP/s")));
+                        world > 1 ? dew::str(" over ", world, " processes (data parallel)") : std::string(),
+                        ", peak ", human_count(peak, "FLOP/s"), world > 1 ? " each" : ""));
   // The bar (on a terminal) between the log lines, which are the record elsewhere; timed from here, after
   // the peak measurement, so its ETA counts training steps only.
   progress.emplace("train", static_cast<std::uint64_t>(config_.steps), "",
-                   ProgressOptions{.out = out_, .lines_when_not_terminal = false, .start = static_cast<std::uint64_t>(step)});
+                   ProgressOptions{.out = out, .lines_when_not_terminal = false, .start = static_cast<std::uint64_t>(step)});
 
   FitResult result;
   result.metrics = last_metrics;
@@ -323,8 +366,10 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   std::int64_t window_steps = 0;
   objectives::Statistics window_metrics;
 
-  while (step < config_.steps && !stop.requested()) {
-    auto outcome = train_step(train, step);
+  bool stopping = false;  // agreed by every rank: they stop at the same step
+  while (step < config_.steps && !stopping) {
+    auto outcome = train_step(train, step, stop);
+    stopping = outcome.stop;
     ++step;
     tokens_seen_ += outcome.count;
     window_loss += outcome.loss_sum, window_count += outcome.count, window_seconds += outcome.seconds;
@@ -342,19 +387,19 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
 
     const bool last = step == config_.steps;
     const bool eval_due = val && ((config_.eval_every > 0 && step % config_.eval_every == 0) || last);
-    if (step % config_.log_every == 0 || last || eval_due || stop.requested()) {
+    if (step % config_.log_every == 0 || last || eval_due || stopping) {
       std::map<std::string, double> scalars = window_metrics.summary();
       scalars["loss"] = window_loss / window_count;
       scalars["lr"] = outcome.lr;
       scalars["grad_norm"] = outcome.grad_norm;
       scalars["step_seconds"] = window_seconds / static_cast<double>(window_steps);
       scalars[objective_.count_unit() + "_per_second"] = window_count / window_seconds;
-      scalars["mfu"] = flops_per_token * (window_count / window_seconds) / peak;
+      scalars["mfu"] = flops_per_token * (window_count / window_seconds) / (peak * static_cast<double>(world));
       if (eval_due) {
         auto summary = evaluate(*val).summary();
         result.validation = summary;
         for (const auto& [name, v] : summary) scalars["val/" + name] = v;
-        if (on_eval_) {
+        if (on_eval_ && leader()) {
           EmaScope scope(ema_.get());
           at::NoGradGuard no_grad;
           module.eval();
@@ -362,19 +407,23 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
           module.train();
         }
       }
-      tracker.log(step, scalars);
+      if (tracker) tracker->log(step, scalars);
       say(log_line(step, config_.steps, scalars));
       result.metrics = scalars;
       window_loss = window_count = window_seconds = 0;
       window_steps = 0;
       window_metrics = {};
     }
-    if ((config_.checkpoint_every > 0 && step % config_.checkpoint_every == 0) || last || stop.requested()) {
-      result.checkpoint = write_checkpoint(step, train.position(), result.metrics);
+    if ((config_.checkpoint_every > 0 && step % config_.checkpoint_every == 0) || last || stopping) {
+      if (leader()) result.checkpoint = write_checkpoint(step, train.position(), result.metrics);
+      if (group_) {
+        group_->barrier(dew::str("the checkpoint of step ", step));  // no rank runs ahead of a checkpoint being written
+        if (!leader()) result.checkpoint = latest_checkpoint(run_dir_).value_or(fs::path());
+      }
     }
   }
   result.step = step;
-  result.interrupted = stop.requested();
+  result.interrupted = stopping;
   if (result.interrupted) {
     say(dew::str("stopped by signal ", stop.signal(), " after step ", step, "; checkpoint '",
                           result.checkpoint.string(), "'. Run again to resume."));
@@ -382,8 +431,24 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   if (result.checkpoint.empty()) {
     if (auto latest = latest_checkpoint(run_dir_)) result.checkpoint = *latest;
   }
-  draw_plots();
+  if (leader()) draw_plots();
+  if (group_) group_->barrier("the end of training");
   return result;
+}
+
+void Trainer::share_leader_weights() {
+  // Every rank starts from rank 0's weights and buffers, as PyTorch's DDP does at construction: a run that
+  // initialises or loads differently on some rank (another seed, another file) cannot drift apart.
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> state;
+  for (const auto& p : objective_.module().parameters()) state.push_back(p.detach());
+  for (const auto& b : objective_.module().buffers()) state.push_back(b);
+  std::vector<at::Tensor> copies;
+  for (const auto& t : state) copies.push_back(t.contiguous());
+  group_->broadcast(copies, 0, "the leader's initial weights");
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    if (!copies[i].is_same(state[i])) state[i].copy_(copies[i]);
+  }
 }
 
 }  // namespace dew::training

@@ -18,6 +18,13 @@
 // trainer.flops_per_token, see flops.h for a decoder's), and, when fit returns, tracking/loss.png and tracking/val_perplexity.png. It does not
 // write run.json: that is the caller's (it knows the model and data).
 //
+// Data parallel (several processes started by `dew launch`, trainer.parallel = ddp): every rank runs this
+// loop on its shard of each batch (the loaders take the rank and world), starting from rank 0's weights;
+// gradients are summed over the ranks in buckets during backward (distributed/gradient_buckets.h) and the
+// loss sums, counts and metrics after it, so every rank divides by the global count and takes the same
+// step one process would take with the whole batch. Evaluation is summed the same way. Only rank 0 prints,
+// logs, plots and writes checkpoints; a stop signal on any rank stops all of them at the same step.
+//
 // A non-finite loss or gradient norm stops the run with a dew::Error naming the step, without writing a
 // checkpoint of that state (the last good one stays). SIGINT/SIGTERM during fit finish the current step,
 // write a checkpoint and return with interrupted = true.
@@ -32,6 +39,8 @@
 #include <c10/core/Device.h>
 
 #include "dew/data/batch_source.h"
+#include "dew/distributed/gradient_buckets.h"
+#include "dew/distributed/process_group.h"
 #include "dew/objectives/objective.h"
 #include "dew/training/ema.h"
 #include "dew/training/optim_config.h"
@@ -47,6 +56,8 @@ struct FitResult {
   std::map<std::string, double> validation;  // the last evaluation ("ce", "perplexity", ...), if any
   std::filesystem::path checkpoint;          // the newest checkpoint directory
 };
+
+class StopSignals;
 
 class Trainer {
  public:
@@ -80,7 +91,8 @@ class Trainer {
 
  private:
   struct StepOutcome;
-  StepOutcome train_step(data::BatchSource& train, std::int64_t step);
+  StepOutcome train_step(data::BatchSource& train, std::int64_t step, const StopSignals& stop);
+  void share_leader_weights();
   std::filesystem::path write_checkpoint(std::int64_t step, std::int64_t data_position,
                                          const std::map<std::string, double>& metrics);
   void draw_plots() const;
@@ -98,7 +110,10 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Ema> ema_;
   double elapsed_base_ = 0, tokens_seen_ = 0;
-  std::int64_t largest_batch_size_ = 0;  // CheckpointState::largest_batch_size, this segment's included
+  std::int64_t largest_batch_size_ = 0;
+  distributed::ProcessGroup* group_ = nullptr;  // set with several processes
+  std::unique_ptr<distributed::GradientBuckets> buckets_;
+  bool leader() const { return !group_ || group_->rank() == 0; }  // CheckpointState::largest_batch_size, this segment's included
   std::chrono::steady_clock::time_point segment_start_;
 };
 

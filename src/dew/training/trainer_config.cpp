@@ -1,8 +1,15 @@
 #include "dew/training/trainer_config.h"
 
+#include <algorithm>
+
 #include "dew/core/error.h"
+#include "dew/distributed/process_place.h"
 
 namespace dew::training {
+
+std::int64_t TrainerConfig::process_rows() const {
+  return batch_size / std::max<std::int64_t>(1, grad_accum) / distributed::process_place().world;
+}
 
 void TrainerConfig::validate() const {
   if (steps < 0) fail("trainer.steps must be >= 0, got ", steps);
@@ -10,6 +17,20 @@ void TrainerConfig::validate() const {
   if (grad_accum <= 0) fail("trainer.grad_accum must be positive, got ", grad_accum);
   if (batch_size % grad_accum != 0) {
     fail("trainer.batch_size (", batch_size, ") must be a multiple of trainer.grad_accum (", grad_accum, ")");
+  }
+  if (parallel != "none" && parallel != "ddp") fail("trainer.parallel must be none or ddp, got \"", parallel, "\"");
+  if (!(timeout_seconds > 0)) fail("trainer.timeout_seconds must be positive, got ", timeout_seconds);
+  const auto& place = distributed::process_place();
+  if (place.multi_process()) {
+    if (parallel == "none") {
+      fail("this process is ", place.describe(), " of a multi-process job (WORLD_SIZE=", place.world,
+           ") but trainer.parallel is none; set trainer.parallel=ddp, or run one process");
+    }
+    if (batch_size % (grad_accum * place.world) != 0) {
+      fail("trainer.batch_size (", batch_size, ") must be a multiple of trainer.grad_accum (", grad_accum, ") x ", place.world,
+           " processes: each process takes batch_size / (grad_accum x processes) rows per micro-batch; use a batch size of ",
+           grad_accum * place.world * ((batch_size + grad_accum * place.world - 1) / (grad_accum * place.world)));
+    }
   }
   if (log_every <= 0) fail("trainer.log_every must be positive, got ", log_every);
   if (eval_every < 0) fail("trainer.eval_every must be >= 0 (0 = only at the end), got ", eval_every);

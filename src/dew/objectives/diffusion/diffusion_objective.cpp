@@ -153,7 +153,7 @@ Loss DiffusionObjective::compute(const data::Batch& batch, std::uint64_t seed, b
 }
 
 Loss DiffusionObjective::loss(const data::Batch& batch, std::int64_t step) {
-  return compute(batch, noise_seed(seed_, step, micro_.next(step)), /*drop_labels=*/true, /*quarters=*/false);
+  return compute(batch, noise_seed(seed_, step, micro_.next_stream_key(step)), /*drop_labels=*/true, /*quarters=*/false);
 }
 
 Statistics DiffusionObjective::evaluate(const data::Batch& batch) {

@@ -117,7 +117,7 @@ Loss JepaObjective::compute(const data::Batch& batch, std::uint64_t seed, bool m
 }
 
 Loss JepaObjective::loss(const data::Batch& batch, std::int64_t step) {
-  return compute(batch, mask_seed(seed_, step, micro_.next(step)), /*metrics=*/true);
+  return compute(batch, mask_seed(seed_, step, micro_.next_stream_key(step)), /*metrics=*/true);
 }
 
 Statistics JepaObjective::evaluate(const data::Batch& batch) {

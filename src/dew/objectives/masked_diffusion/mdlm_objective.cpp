@@ -136,7 +136,7 @@ Loss MaskedDiffusionObjective::loss_under(const data::Batch& batch, const Corrup
 }
 
 Loss MaskedDiffusionObjective::loss(const data::Batch& batch, std::int64_t step) {
-  return loss_under(batch, draw_corruption(real_tokens(batch), config_.loss, corruption_seed(seed_, step, micro_.next(step))));
+  return loss_under(batch, draw_corruption(real_tokens(batch), config_.loss, corruption_seed(seed_, step, micro_.next_stream_key(step))));
 }
 
 Statistics MaskedDiffusionObjective::evaluate(const data::Batch& batch) {

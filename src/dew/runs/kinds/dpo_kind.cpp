@@ -10,6 +10,7 @@
 #include "dew/nn/dtype.h"
 #include "dew/nn/lora.h"
 #include "dew/objectives/dpo_objective.h"
+#include "dew/runs/loader_shard.h"
 #include "dew/runs/model_source.h"
 
 namespace fs = std::filesystem;
@@ -78,7 +79,7 @@ std::unique_ptr<data::BatchSource> DpoTask::batches(data::Split split, const Run
   }
   const char* name = split == data::Split::val ? "validation" : "training";
   auto rows = std::make_unique<data::PreferenceRows>(std::move(pairs), d.seq_len,
-                                                     data::TokenLoaderOptions{.split = split, .seed = config_.trainer.seed},
+                                                     loader_options(split, config_.trainer.seed),
                                                      str("'", d.path, "' (", name, " pairs)"));
   const auto& c = rows->counts();
   if (c.truncated + c.dropped > 0) {

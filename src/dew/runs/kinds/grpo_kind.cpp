@@ -10,6 +10,7 @@
 #include "dew/nn/dtype.h"
 #include "dew/nn/lora.h"
 #include "dew/objectives/rewards/reward_spec.h"
+#include "dew/runs/loader_shard.h"
 #include "dew/runs/model_source.h"
 #include "dew/runs/tokenizer_source.h"
 
@@ -115,9 +116,9 @@ std::unique_ptr<data::BatchSource> GrpoTask::batches(data::Split split, const Ru
   const std::int64_t val = data::prompt_val_count(n, s.data.val_fraction);
   if (split == data::Split::val && val == 0) return nullptr;
   std::unique_ptr<data::BatchSource> source =
-      std::make_unique<data::PromptRows>(n, val, data::TokenLoaderOptions{.split = split, .seed = s.trainer.seed});
+      std::make_unique<data::PromptRows>(n, val, loader_options(split, s.trainer.seed));
   if (split == data::Split::val) return source;
-  const std::int64_t rows = s.trainer.batch_size / s.trainer.grad_accum;
+  const std::int64_t rows = s.trainer.process_rows();
   if (s.data.prefetch > 0) source = std::make_unique<data::Prefetcher>(std::move(source), rows, static_cast<std::size_t>(s.data.prefetch));
   return std::make_unique<data::RepeatedBatches>(std::move(source), s.grpo.epochs, s.trainer.grad_accum);
 }

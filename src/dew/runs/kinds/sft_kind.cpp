@@ -8,6 +8,7 @@
 #include "dew/data/chat/chat_tokenize.h"
 #include "dew/data/chat/packed_conversations.h"
 #include "dew/data/prefetcher.h"
+#include "dew/runs/loader_shard.h"
 
 namespace fs = std::filesystem;
 
@@ -87,7 +88,7 @@ std::unique_ptr<data::BatchSource> SFTTask::batches(data::Split split, const Run
   const auto meta = data::read_chat_token_meta(dir);
   if (split == data::Split::val && meta.val_conversations == 0) return nullptr;
   auto packed = std::make_unique<data::PackedConversations>(dir, config_.data.seq_len,
-                                                            data::TokenLoaderOptions{.split = split, .seed = config_.trainer.seed});
+                                                            loader_options(split, config_.trainer.seed));
   const auto& c = packed->counts();
   if (c.truncated + c.dropped + c.without_assistant > 0) {
     notes_.push_back(str(split == data::Split::train ? "training" : "validation", " conversations longer than a row of ",
@@ -97,7 +98,7 @@ std::unique_ptr<data::BatchSource> SFTTask::batches(data::Split split, const Run
   }
   std::unique_ptr<data::BatchSource> source = std::move(packed);
   if (split == data::Split::train && config_.data.prefetch > 0) {
-    const std::int64_t rows = config_.trainer.batch_size / config_.trainer.grad_accum;
+    const std::int64_t rows = config_.trainer.process_rows();
     source = std::make_unique<data::Prefetcher>(std::move(source), rows, static_cast<std::size_t>(config_.data.prefetch));
   }
   return source;
