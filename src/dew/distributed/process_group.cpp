@@ -186,6 +186,7 @@ void ProcessGroup::fail_collective(const std::string& what, const std::exception
         failed.push_back(str("rank ", r, " failed: ", std::string(message.begin(), message.end())));
       }
     }
+    if (!failed.empty()) store->add("dew/failure_seen", 1);
     if (!failed.empty()) {
       for (const auto& f : failed) diagnosis += (diagnosis.empty() ? "" : "; ") + f;
     } else {
@@ -217,6 +218,15 @@ void ProcessGroup::report_failure(const std::string& message) noexcept {
     auto store = state_->store->clone();
     store->setTimeout(2s);
     store->set(failure_key(state_->place.rank), bytes_of(message));
+    // Closing this rank's connections ends the others' waits at once (rather than at the timeout); they
+    // then read the message from the store. Rank 0 serves the store, so it stays a moment for them to read.
+    state_->backend.reset();
+    if (state_->place.rank == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + 5s;
+      while (store->add("dew/failure_seen", 0) < state_->place.world - 1 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(50ms);
+      }
+    }
   } catch (...) {
   }
 }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
@@ -136,10 +137,17 @@ void Supervisor::start(const RankCommand& rank, const Prepared& prepared) {
   }
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0) fail("cannot open /dev/null for rank ", rank.rank, "'s stdin: ", std::strerror(errno));
+  // The relay's handler must not run in the child before exec (it would write to the launcher's wake-up
+  // pipe): the signals wait, blocked, until the child has restored the default handling.
+  sigset_t relayed, previous;
+  sigemptyset(&relayed);
+  for (int signal : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&relayed, signal);
+  ::pthread_sigmask(SIG_BLOCK, &relayed, &previous);
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid == 0) exec_child(prepared, parent, null_fd, out[1], err[1], status[1]);
   int fork_error = errno;
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   for (int fd : {out[1], err[1], status[1], null_fd}) ::close(fd);
   if (pid < 0) {
     for (int fd : {out[0], err[0], status[0]}) ::close(fd);

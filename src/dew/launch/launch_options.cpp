@@ -37,8 +37,8 @@ LaunchMode check_launch_options(const LaunchOptions& o, bool under_slurm) {
   if (o.master_addr && o.master_addr->empty()) {
     fail("--master-addr is empty; give the host name or address of rank 0's machine");
   }
-  if (!std::isfinite(o.grace_seconds) || o.grace_seconds < 0) {
-    fail("--grace-seconds ", o.grace_seconds, " is not a duration; give 0 or more seconds");
+  if (!std::isfinite(o.grace_seconds) || o.grace_seconds < 0 || o.grace_seconds > 1e6) {
+    fail("--grace-seconds ", o.grace_seconds, " is not a usable grace period; give 0 to 1000000 seconds");
   }
   if (many_hosts) return LaunchMode::ssh;
   if (o.nproc) return LaunchMode::local;

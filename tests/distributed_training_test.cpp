@@ -1,0 +1,266 @@
+// Data-parallel training as a user runs it: `dew train lm` started as 2 or 3 processes of one job on this
+// host (Gloo over loopback), compared with one process taking the same global batch; resuming with another
+// process count; and the failures a job must not hang on (a killed rank, a stopped rank, rank 0 refusing
+// its run directory).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "dew/formats/safetensors.h"
+#include "run_test_support.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using dew::test::run_command;
+using dew::test::TempDir;
+
+namespace {
+
+// A byte-level token directory of repetitive English.
+fs::path make_tokens(const fs::path& work) {
+  std::string text;
+  for (int i = 0; i < 80; ++i) text += "Once upon a time there was a little house by the sea, and a cat. ";
+  dew::test::write_text(work / "corpus.txt", text);
+  auto result = run_command(dew::test::dew_single_threaded("tokenize --input '" + (work / "corpus.txt").string() + "' --out '" +
+                                                            (work / "tokens").string() + "' --val-fraction 0.2"));
+  EXPECT_EQ(result.status, 0) << result.output;
+  return work / "tokens";
+}
+
+// A TCP port nothing listens on now (the kernel's choice), for the job's rendezvous store.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// The shell line that starts `dew ARGS` as rank `rank` of `world` with torchrun's environment, output to
+// DIR/rank<r>.log, its exit status to DIR/rank<r>.status, its pid to DIR/rank<r>.pid.
+std::string rank_line(const fs::path& dir, int rank, int world, int port, const std::string& args) {
+  const std::string base = (dir / ("rank" + std::to_string(rank))).string();
+  return "( MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " WORLD_SIZE=" + std::to_string(world) +
+         " RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) + " LOCAL_WORLD_SIZE=" + std::to_string(world) +
+         " " + dew::test::dew_single_threaded(args) + " > '" + base + ".log' 2>&1 & echo $! > '" + base + ".pid'; wait $!; echo $? > '" +
+         base + ".status' ) &";
+}
+
+struct RankResult {
+  int status;
+  std::string output;
+};
+
+// Runs `dew ARGS` as `world` processes of one job and waits for all of them.
+std::vector<RankResult> run_ranks(const fs::path& dir, int world, const std::string& args) {
+  const int port = free_port();
+  std::string script;
+  for (int r = 0; r < world; ++r) script += rank_line(dir, r, world, port, args) + "\n";
+  script += "wait\n";
+  dew::test::write_text(dir / "job.sh", script);
+  run_command("sh '" + (dir / "job.sh").string() + "'");
+  std::vector<RankResult> out;
+  for (int r = 0; r < world; ++r) {
+    const std::string base = (dir / ("rank" + std::to_string(r))).string();
+    out.push_back({std::stoi(dew::test::read_text(base + ".status")), dew::test::read_text(base + ".log")});
+  }
+  return out;
+}
+
+std::string train_args(const fs::path& tokens, const fs::path& run, const std::string& extra) {
+  return "train lm --data '" + tokens.string() + "' --out '" + run.string() + "'" + dew::test::kTinyModelFlags +
+         " --set trainer.ema_decay=0 --set trainer.eval_batches=2" + extra;
+}
+
+std::vector<double> logged(const fs::path& run, const std::string& name) {
+  std::vector<double> out;
+  std::istringstream in(dew::test::read_text(run / "tracking" / "scalars.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["scalars"].contains(name)) out.push_back(j["scalars"][name].get<double>());
+  }
+  return out;
+}
+
+// The largest |a - b| over every tensor of two checkpoints' params.safetensors.
+double largest_difference(const fs::path& a, const fs::path& b) {
+  dew::formats::SafetensorsFile fa(a / "params.safetensors"), fb(b / "params.safetensors");
+  double worst = 0;
+  for (const auto& name : fa.names()) {
+    worst = std::max(worst, (fa.load(name, at::kDouble) - fb.load(name, at::kDouble)).abs().max().item<double>());
+  }
+  return worst;
+}
+
+std::string file_bytes(const fs::path& p) { return dew::test::read_text(p); }
+
+}  // namespace
+
+// Two processes with one row each take bit for bit the step one process takes with two micro-batches of
+// one row: the same rows (the loaders interleave them by rank), and a sum of two gradients is the same in
+// either order, so nothing but the reduction order could differ, and for two it cannot.
+TEST(DistributedTraining, TwoProcessesTakeTheStepOfOneBitForBit) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  const std::string common = " --set trainer.batch_size=2 --set trainer.steps=4";
+  auto single = run_command(dew::test::dew_single_threaded(train_args(tokens, work / "one", common + " --set trainer.grad_accum=2")));
+  ASSERT_EQ(single.status, 0) << single.output;
+  fs::create_directories(work / "job");
+  auto ranks = run_ranks(work / "job", 2, train_args(tokens, work / "two", common));
+  for (const auto& r : ranks) ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(ranks[0].output.find("over 2 processes (data parallel)"), std::string::npos) << ranks[0].output;
+  EXPECT_EQ(ranks[1].output, "") << "only rank 0 speaks";
+  EXPECT_TRUE(file_bytes(work / "one" / "4" / "params.safetensors") == file_bytes(work / "two" / "4" / "params.safetensors"));
+  EXPECT_TRUE(file_bytes(work / "one" / "4" / "optimizer.safetensors") == file_bytes(work / "two" / "4" / "optimizer.safetensors"));
+  // The logged loss is the global batch's: one process sums the two micro-batches in float32, the job in
+  // float64 after each rank's float32 sum, so they agree to float32 rounding of a sum of two terms.
+  auto a = logged(work / "one", "loss"), b = logged(work / "two", "loss");
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 4 * 1.2e-7 * a[i]);
+  // Evaluation is summed over the ranks: the same whole-split statistics (summed in another order).
+  auto va = logged(work / "one", "val/ce"), vb = logged(work / "two", "val/ce");
+  ASSERT_EQ(va.size(), vb.size());
+  ASSERT_FALSE(va.empty());
+  for (std::size_t i = 0; i < va.size(); ++i) EXPECT_NEAR(va[i], vb[i], 1e-5 * va[i]);
+}
+
+// Three processes sum three gradients in Gloo's ring order rather than one process's left-to-right order:
+// float32 reassociation of a 3-term sum, about 2 ulp of the gradient. AdamW turns gradients into updates
+// of at most about learning_rate per element per step (|m / sqrt(v)| <= 1 in the first steps), so after S
+// steps the weights agree within S * learning_rate even where a reassociated near-zero gradient flips an
+// update's sign, and the losses agree closely.
+TEST(DistributedTraining, ThreeProcessesTakeTheStepOfOneWithinReassociation) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  const std::string common = " --set trainer.batch_size=3 --set trainer.steps=4";
+  auto single = run_command(dew::test::dew_single_threaded(train_args(tokens, work / "one", common + " --set trainer.grad_accum=3")));
+  ASSERT_EQ(single.status, 0) << single.output;
+  fs::create_directories(work / "job");
+  auto ranks = run_ranks(work / "job", 3, train_args(tokens, work / "three", common));
+  for (const auto& r : ranks) ASSERT_EQ(r.status, 0) << r.output;
+  const double learning_rate = 0.01, steps = 4;
+  EXPECT_LE(largest_difference(work / "one" / "4", work / "three" / "4"), steps * learning_rate);
+  auto a = logged(work / "one", "loss"), b = logged(work / "three", "loss");
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-3 * a[i]);
+}
+
+// A run saved by 2 processes resumes with 1 (and the data position, counted globally, carries over): the
+// result is bit for bit the uninterrupted one-process run with the same global batch.
+TEST(DistributedTraining, ResumesWithAnotherProcessCount) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  // The schedule is that of 8 steps in both (optim.decay_steps), so stopping at 4 changes nothing.
+  const std::string common = " --set trainer.batch_size=2 --set optim.decay_steps=8";
+  auto straight = run_command(dew::test::dew_single_threaded(
+      train_args(tokens, work / "straight", common + " --set trainer.grad_accum=2 --set trainer.steps=8")));
+  ASSERT_EQ(straight.status, 0) << straight.output;
+  fs::create_directories(work / "job");
+  auto ranks = run_ranks(work / "job", 2, train_args(tokens, work / "mixed", common + " --set trainer.steps=4"));
+  for (const auto& r : ranks) ASSERT_EQ(r.status, 0) << r.output;
+  auto resumed = run_command(dew::test::dew_single_threaded(
+      train_args(tokens, work / "mixed", common + " --set trainer.grad_accum=2 --set trainer.steps=8")));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming"), std::string::npos) << resumed.output;
+  EXPECT_TRUE(file_bytes(work / "straight" / "8" / "params.safetensors") == file_bytes(work / "mixed" / "8" / "params.safetensors"));
+}
+
+namespace {
+
+// Starts a long 2-process job, waits until rank 0 has logged a step, does `act` to rank 1's pid, and
+// returns rank 0's result and how long it took to exit after the act.
+struct FailureOutcome {
+  RankResult rank0;
+  double seconds_to_exit;
+};
+
+FailureOutcome fail_rank_one(const fs::path& work, const fs::path& tokens, const std::string& extra, int signal_to_send) {
+  const fs::path dir = work / "job";
+  fs::create_directories(dir);
+  const int port = free_port();
+  const std::string args = train_args(tokens, work / "run", " --set trainer.steps=100000 --set trainer.log_every=1" + extra);
+  dew::test::write_text(dir / "job.sh", rank_line(dir, 0, 2, port, args) + "\n" + rank_line(dir, 1, 2, port, args) + "\nwait\n");
+  std::thread job([&] { run_command("sh '" + (dir / "job.sh").string() + "'"); });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < give_up) {
+    std::ifstream log(dir / "rank0.log");
+    std::stringstream text;
+    text << log.rdbuf();
+    if (text.str().find("step 2/") != std::string::npos && fs::exists(dir / "rank1.pid")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const pid_t rank1 = std::stoi(dew::test::read_text(dir / "rank1.pid"));
+  const auto acted = std::chrono::steady_clock::now();
+  ::kill(rank1, signal_to_send);
+  while (!fs::exists(dir / "rank0.status") && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - acted).count();
+  ::kill(rank1, SIGKILL);  // a stopped rank is still there
+  job.join();
+  return {{std::stoi(dew::test::read_text(dir / "rank0.status")), dew::test::read_text(dir / "rank0.log")}, seconds};
+}
+
+}  // namespace
+
+TEST(DistributedTraining, AKilledRankIsNamedAtOnce) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  auto outcome = fail_rank_one(work.path(), tokens, "", SIGKILL);
+  EXPECT_EQ(outcome.rank0.status, 1) << outcome.rank0.output;
+  EXPECT_NE(outcome.rank0.output.find("rank 1 stopped answering"), std::string::npos) << outcome.rank0.output;
+  EXPECT_LT(outcome.seconds_to_exit, 30) << "the connection closes at once; only the heartbeat check waits";
+}
+
+TEST(DistributedTraining, AStoppedRankFailsTheOthersAfterTheTimeout) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  auto outcome = fail_rank_one(work.path(), tokens, " --set trainer.timeout_seconds=3", SIGSTOP);
+  EXPECT_EQ(outcome.rank0.status, 1) << outcome.rank0.output;
+  EXPECT_NE(outcome.rank0.output.find("rank 1 stopped answering"), std::string::npos) << outcome.rank0.output;
+  EXPECT_GE(outcome.seconds_to_exit, 2.5);
+  EXPECT_LT(outcome.seconds_to_exit, 40);
+}
+
+TEST(DistributedTraining, RankZerosSetUpErrorReachesTheOthers) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  fs::create_directories(work / "taken");
+  dew::test::write_text(work / "taken" / "notes.txt", "not a run");
+  fs::create_directories(work / "job");
+  auto ranks = run_ranks(work / "job", 2, train_args(tokens, work / "taken", " --set trainer.steps=2"));
+  EXPECT_EQ(ranks[0].status, 1) << ranks[0].output;
+  EXPECT_NE(ranks[0].output.find("not empty"), std::string::npos) << ranks[0].output;
+  EXPECT_EQ(ranks[1].status, 1) << ranks[1].output;
+  EXPECT_NE(ranks[1].output.find("rank 0 failed: "), std::string::npos) << ranks[1].output;
+  EXPECT_NE(ranks[1].output.find("not empty"), std::string::npos) << ranks[1].output;
+}
+
+TEST(DistributedTraining, RefusesWhatCannotSplitOverTheProcesses) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  fs::create_directories(work / "job");
+  auto uneven = run_ranks(work / "job", 3, train_args(tokens, work / "run", " --set trainer.batch_size=4 --set trainer.steps=2"));
+  EXPECT_EQ(uneven[0].status, 1);
+  EXPECT_NE(uneven[0].output.find("trainer.batch_size (4) must be a multiple of trainer.grad_accum (1) x 3 processes"),
+            std::string::npos) << uneven[0].output;
+  auto none = run_ranks(work / "job", 2, train_args(tokens, work / "run", " --set trainer.parallel=none --set trainer.steps=2"));
+  EXPECT_EQ(none[1].status, 1);
+  EXPECT_NE(none[1].output.find("trainer.parallel is none"), std::string::npos) << none[1].output;
+  EXPECT_FALSE(fs::exists(work / "run" / "run.json"));
+}
