@@ -8,6 +8,12 @@
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+// NCCL for CUDA tensors, where the LibTorch built against defines USE_C10D_NCCL (the CUDA wheel's
+// TorchConfig does; nccl.h comes with its nvidia-nccl wheel). Not compiled in the CPU build.
+#if defined(DEW_WITH_CUDA) && defined(USE_C10D_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#define DEW_WITH_NCCL 1
+#endif
 
 #include <ATen/ATen.h>
 
@@ -92,6 +98,7 @@ std::unique_ptr<ProcessGroup> g_owner;
 struct ProcessGroup::State {
   ProcessPlace place;
   std::chrono::milliseconds timeout{0};
+  c10::Device device{c10::kCPU};  // where host values travel through the backend (NCCL reduces CUDA tensors only)
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::Backend> backend;
   std::thread heartbeat;
@@ -131,6 +138,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const ProcessPlace& place, c10:
   auto state = std::make_unique<State>();
   state->place = place;
   state->timeout = timeout;
+  state->device = device;
   const std::string where = str(place.master_addr, ":", place.master_port);
   try {
     c10d::TCPStoreOptions options;
@@ -147,8 +155,21 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const ProcessPlace& place, c10:
                          : "did rank 0 start, and are MASTER_ADDR and MASTER_PORT its host and port?");
   }
   if (device.is_cuda()) {
+#ifdef DEW_WITH_NCCL
+    try {
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      state->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(state->store, static_cast<int>(place.rank),
+                                                                   static_cast<int>(place.world), options);
+    } catch (const std::exception& e) {
+      fail(place.describe(), ": the NCCL backend could not connect the ", place.world, " processes through the store at ",
+           where, " (", first_line(e.what()), ")");
+    }
+    return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(state)));
+#else
     fail(place.describe(), ": multi-process training on CUDA needs the NCCL backend, which this dew was built without; "
          "train on the CPU (trainer.device=cpu) or use a CUDA build");
+#endif
   }
   try {
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
@@ -260,8 +281,9 @@ void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>& tensors, const std::s
 
 std::vector<double> ProcessGroup::all_reduce_sum(const std::vector<double>& values, const std::string& what) {
   if (values.empty()) return values;
-  auto t = at::tensor(at::ArrayRef<double>(values), at::kDouble).clone();
+  auto t = at::tensor(at::ArrayRef<double>(values), at::kDouble).to(state_->device);
   all_reduce_sum_async(t, what).wait();
+  t = t.to(at::kCPU).contiguous();
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
 }
 

@@ -305,6 +305,12 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
       if (const auto& file = checkpoint->objective_state()) {
         for (const auto& [name, t] : Checkpoint::tensors(*file)) objective_state[name] = t.clone();
       }
+      if (group_ && !objective_state.empty()) {
+        // Such state is each process's own (GRPO's rollouts of its prompts) and only rank 0's was saved.
+        fail("checkpoint '", checkpoint->dir().string(), "' holds the objective's state between steps (",
+             objective_.name(), "), which a multi-process run cannot restore on every process; resume from a checkpoint "
+             "without it (for GRPO, a step that is a multiple of grpo.epochs) or with one process");
+      }
       objective_.load_state(objective_state);
     }
     const std::string state_file = (checkpoint->dir() / "state.json").string();
