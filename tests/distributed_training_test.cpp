@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "dew/formats/safetensors.h"
+#include "image_test_support.h"
 #include "run_test_support.h"
 #include "test_support.h"
 
@@ -107,7 +108,11 @@ double largest_difference(const fs::path& a, const fs::path& b) {
   return worst;
 }
 
-std::string file_bytes(const fs::path& p) { return dew::test::read_text(p); }
+// A file's bytes; a missing file fails the test (two missing files must not compare equal).
+std::string file_bytes(const fs::path& p) {
+  EXPECT_TRUE(fs::is_regular_file(p)) << p;
+  return dew::test::read_text(p);
+}
 
 }  // namespace
 
@@ -263,4 +268,27 @@ TEST(DistributedTraining, RefusesWhatCannotSplitOverTheProcesses) {
   EXPECT_EQ(none[1].status, 1);
   EXPECT_NE(none[1].output.find("trainer.parallel is none"), std::string::npos) << none[1].output;
   EXPECT_FALSE(fs::exists(work / "run" / "run.json"));
+}
+
+// Every kind trains data parallel through the same trainer: an image diffusion run of 2 processes with one
+// image each equals one process with two micro-batches of one image bit for bit, since each image gets the
+// noise of its micro-batch's place among all the job's micro-batches (MicroBatchIndex::next_stream_key).
+TEST(DistributedTraining, ImageDiffusionTakesTheStepOfOneProcess) {
+  TempDir work;
+  fs::create_directories(work / "images");
+  dew::test::write_idx(work / "images", "train", 32);
+  dew::test::write_idx(work / "images", "t10k", 8);
+  const std::string args = " --data '" + (work / "images").string() +
+                           "' --set model.dim=32 --set model.depth=2 --set model.heads=2 --set model.patch_size=2"
+                           " --set trainer.batch_size=2 --set trainer.steps=3 --set trainer.eval_every=3 --set trainer.eval_batches=1"
+                           " --set trainer.device=cpu --set trainer.peak_flops=1 --set preview.per_class=1 --set sample.steps=2";
+  auto single = run_command(dew::test::dew_single_threaded("train diffusion --out '" + (work / "one").string() + "'" + args +
+                                                            " --set trainer.grad_accum=2"));
+  ASSERT_EQ(single.status, 0) << single.output;
+  fs::create_directories(work / "job");
+  auto ranks = run_ranks(work / "job", 2, "train diffusion --out '" + (work / "two").string() + "'" + args);
+  for (const auto& r : ranks) ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(file_bytes(work / "one" / "3" / "params.safetensors") == file_bytes(work / "two" / "3" / "params.safetensors"));
+  EXPECT_TRUE(file_bytes(work / "one" / "3" / "ema.safetensors") == file_bytes(work / "two" / "3" / "ema.safetensors"));
+  EXPECT_TRUE(fs::exists(work / "two" / "samples" / "step-3.png")) << "rank 0 draws the preview";
 }
