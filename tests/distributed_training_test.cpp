@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "dew/formats/safetensors.h"
+#include "dew/training/checkpoint.h"
 #include "image_test_support.h"
 #include "run_test_support.h"
 #include "test_support.h"
@@ -291,4 +292,18 @@ TEST(DistributedTraining, ImageDiffusionTakesTheStepOfOneProcess) {
   EXPECT_TRUE(file_bytes(work / "one" / "3" / "params.safetensors") == file_bytes(work / "two" / "3" / "params.safetensors"));
   EXPECT_TRUE(file_bytes(work / "one" / "3" / "ema.safetensors") == file_bytes(work / "two" / "3" / "ema.safetensors"));
   EXPECT_TRUE(fs::exists(work / "two" / "samples" / "step-3.png")) << "rank 0 draws the preview";
+}
+
+// SIGTERM to one process stops every process after the same step, with a checkpoint of that step: the
+// stop requests are summed with the step's loss, so no rank runs ahead into a collective the others left.
+TEST(DistributedTraining, ASignalToOneRankStopsAllAtTheSameStep) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  auto outcome = fail_rank_one(work.path(), tokens, "", SIGTERM);
+  EXPECT_EQ(outcome.rank0.status, 130) << outcome.rank0.output;
+  EXPECT_NE(outcome.rank0.output.find("stopped by signal"), std::string::npos) << outcome.rank0.output;
+  EXPECT_EQ(std::stoi(dew::test::read_text(work / "job" / "rank1.status")), 130);
+  auto steps = dew::training::checkpoint_steps(work / "run");
+  ASSERT_FALSE(steps.empty());
+  EXPECT_NE(outcome.rank0.output.find("after step " + std::to_string(steps.back()) + ";"), std::string::npos) << outcome.rank0.output;
 }
