@@ -100,7 +100,7 @@ class Supervisor {
   int run();
 
  private:
-  void relay(Child& child, int& fd, LinePrefixer& lines, int to, bool drain);
+  void relay(int& fd, LinePrefixer& lines, int to, bool drain);
   void check_exits();
   void on_launcher_signal(int signal);
   void signal_running(int signal);
@@ -131,12 +131,16 @@ Supervisor::~Supervisor() {
 }
 
 void Supervisor::start(const RankCommand& rank, const Prepared& prepared) {
-  int out[2], err[2], status[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(status, O_CLOEXEC) != 0) {
-    fail("cannot create pipes for rank ", rank.rank, ": ", std::strerror(errno));
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, status[2] = {-1, -1};
+  int null_fd = -1;
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(status, O_CLOEXEC) != 0 ||
+      (null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+    int error = errno;  // most likely too many open files: thousands of ranks
+    for (int fd : {out[0], out[1], err[0], err[1], status[0], status[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    fail("cannot create the pipes of rank ", rank.rank, ": ", std::strerror(error));
   }
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null_fd < 0) fail("cannot open /dev/null for rank ", rank.rank, "'s stdin: ", std::strerror(errno));
   // The relay's handler must not run in the child before exec (it would write to the launcher's wake-up
   // pipe): the signals wait, blocked, until the child has restored the default handling.
   sigset_t relayed, previous;
@@ -171,12 +175,14 @@ void Supervisor::start(const RankCommand& rank, const Prepared& prepared) {
   }
 }
 
-void Supervisor::relay(Child& child, int& fd, LinePrefixer& lines, int to, bool drain) {
+void Supervisor::relay(int& fd, LinePrefixer& lines, int to, bool drain) {
   char buffer[65536];
-  while (fd >= 0) {
+  // Draining reads what is buffered, not a stream: a process the rank left behind could write forever,
+  // so the reads stop after more than a pipe holds (1 MiB at most on Linux).
+  for (int reads = 0; fd >= 0 && reads < 32; ++reads) {
     ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (n <= 0) {  // end of stream (or an error, which ends it too)
       write_all(to, lines.finish());
       ::close(fd);
@@ -235,8 +241,8 @@ void Supervisor::check_exits() {
     Ending ending{info.si_code != CLD_EXITED, info.si_status};
     child.ending = ending;
     // What it wrote before exiting is in the pipes: out before the launcher's verdict on it.
-    relay(child, child.out, child.out_lines, options_.out_fd, true);
-    relay(child, child.err, child.err_lines, options_.err_fd, true);
+    relay(child.out, child.out_lines, options_.out_fd, true);
+    relay(child.err, child.err_lines, options_.err_fd, true);
     bool failed = ending.signaled || ending.code != 0;
     if (!failed || first_failure_ || kill_at_) continue;  // after a stop began, endings are its effect
     first_failure_ = ending;
@@ -270,8 +276,8 @@ int Supervisor::run() {
     for (auto& child : children_) {
       for (const auto& entry : fds) {
         if (entry.revents == 0) continue;
-        if (entry.fd == child.out) relay(child, child.out, child.out_lines, options_.out_fd, false);
-        if (entry.fd == child.err) relay(child, child.err, child.err_lines, options_.err_fd, false);
+        if (entry.fd == child.out) relay(child.out, child.out_lines, options_.out_fd, false);
+        if (entry.fd == child.err) relay(child.err, child.err_lines, options_.err_fd, false);
       }
     }
     check_exits();
@@ -285,8 +291,8 @@ int Supervisor::run() {
   }
   // Every rank has exited; what is left in the pipes was written by processes they started.
   for (auto& child : children_) {
-    relay(child, child.out, child.out_lines, options_.out_fd, true);
-    relay(child, child.err, child.err_lines, options_.err_fd, true);
+    relay(child.out, child.out_lines, options_.out_fd, true);
+    relay(child.err, child.err_lines, options_.err_fd, true);
     write_all(options_.out_fd, child.out_lines.finish());
     write_all(options_.err_fd, child.err_lines.finish());
   }
