@@ -307,3 +307,20 @@ TEST(DistributedTraining, ASignalToOneRankStopsAllAtTheSameStep) {
   ASSERT_FALSE(steps.empty());
   EXPECT_NE(outcome.rank0.output.find("after step " + std::to_string(steps.back()) + ";"), std::string::npos) << outcome.rank0.output;
 }
+
+// The way a user starts it: `dew launch --nproc 2 -- dew train lm ...`. Rank 0 speaks for the job (its
+// lines prefixed), rank 1 is silent, and the run is the one-process run with the same global batch.
+TEST(DistributedTraining, DewLaunchTrainsAsTheUserWould) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  const std::string common = " --set trainer.batch_size=2 --set trainer.steps=4";
+  auto single = run_command(dew::test::dew_single_threaded(train_args(tokens, work / "one", common + " --set trainer.grad_accum=2")));
+  ASSERT_EQ(single.status, 0) << single.output;
+  const std::string dew = "'" + dew::test::dew_binary().string() + "'";
+  auto launched = run_command("DEW_THREADS=1 " + dew + " launch --nproc 2 -- " + dew + " " + train_args(tokens, work / "two", common));
+  ASSERT_EQ(launched.status, 0) << launched.output;
+  EXPECT_NE(launched.output.find("[rank 0] training lm: "), std::string::npos) << launched.output;
+  EXPECT_NE(launched.output.find("over 2 processes (data parallel)"), std::string::npos) << launched.output;
+  EXPECT_EQ(launched.output.find("[rank 1]"), std::string::npos) << launched.output;
+  EXPECT_TRUE(file_bytes(work / "one" / "4" / "params.safetensors") == file_bytes(work / "two" / "4" / "params.safetensors"));
+}
