@@ -109,7 +109,7 @@ std::string log_line(std::int64_t step, std::int64_t total, const std::map<std::
 struct Trainer::StepOutcome {
   double loss_sum = 0, count = 0, grad_norm = 0, lr = 0, seconds = 0;
   objectives::Statistics metrics;
-  bool stop = false;  // some rank was asked to stop (always this rank's request with one process)
+  bool stop = false;  // with several processes: some rank was asked to stop (summed with the step)
 };
 
 Trainer::Trainer(objectives::Objective& objective, OptimConfig optim, TrainerConfig config, fs::path run_dir)
@@ -189,7 +189,6 @@ Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t 
   optimizer_->step(out.lr);
   ema_->update(step);
   objective_.after_step(step, config_.steps);
-  if (!group_) out.stop = stop.requested();
   out.seconds = seconds_since(start);
   return out;
 }
@@ -375,7 +374,6 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   bool stopping = false;  // agreed by every rank: they stop at the same step
   while (step < config_.steps && !stopping) {
     auto outcome = train_step(train, step, stop);
-    stopping = outcome.stop;
     ++step;
     tokens_seen_ += outcome.count;
     window_loss += outcome.loss_sum, window_count += outcome.count, window_seconds += outcome.seconds;
@@ -390,6 +388,8 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
       on_step_(step, now);
     }
     progress->set(static_cast<std::uint64_t>(step), dew::str("loss ", format_value("loss", outcome.loss_sum / outcome.count)));
+    // One process stops on its own signal; several on a request any of them had at the step's sum.
+    stopping = group_ ? outcome.stop : stop.requested();
 
     const bool last = step == config_.steps;
     const bool eval_due = val && ((config_.eval_every > 0 && step % config_.eval_every == 0) || last);
