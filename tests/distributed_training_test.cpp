@@ -115,6 +115,20 @@ std::string file_bytes(const fs::path& p) {
   return dew::test::read_text(p);
 }
 
+// Trains the same 4 steps twice: WORK/one as one process taking `world` micro-batches of one row per
+// step, and WORK/job_run as `world` processes of one row each (global batch `world` in both). Returns the
+// job's ranks.
+std::vector<RankResult> alone_and_together(const fs::path& work, const fs::path& tokens, int world) {
+  const std::string common = " --set trainer.batch_size=" + std::to_string(world) + " --set trainer.steps=4";
+  auto single = run_command(dew::test::dew_single_threaded(
+      train_args(tokens, work / "one", common + " --set trainer.grad_accum=" + std::to_string(world))));
+  EXPECT_EQ(single.status, 0) << single.output;
+  fs::create_directories(work / "job");
+  auto ranks = run_ranks(work / "job", world, train_args(tokens, work / "job_run", common));
+  for (const auto& r : ranks) EXPECT_EQ(r.status, 0) << r.output;
+  return ranks;
+}
+
 }  // namespace
 
 // Two processes with one row each take bit for bit the step one process takes with two micro-batches of
@@ -122,24 +136,19 @@ std::string file_bytes(const fs::path& p) {
 // either order, so nothing but the reduction order could differ, and for two it cannot.
 TEST(DistributedTraining, TwoProcessesTakeTheStepOfOneBitForBit) {
   TempDir work;
-  auto tokens = make_tokens(work.path());
-  const std::string common = " --set trainer.batch_size=2 --set trainer.steps=4";
-  auto single = run_command(dew::test::dew_single_threaded(train_args(tokens, work / "one", common + " --set trainer.grad_accum=2")));
-  ASSERT_EQ(single.status, 0) << single.output;
-  fs::create_directories(work / "job");
-  auto ranks = run_ranks(work / "job", 2, train_args(tokens, work / "two", common));
-  for (const auto& r : ranks) ASSERT_EQ(r.status, 0) << r.output;
+  auto ranks = alone_and_together(work.path(), make_tokens(work.path()), 2);
+  const fs::path two = work / "job_run";
   EXPECT_NE(ranks[0].output.find("over 2 processes (data parallel)"), std::string::npos) << ranks[0].output;
   EXPECT_EQ(ranks[1].output, "") << "only rank 0 speaks";
-  EXPECT_TRUE(file_bytes(work / "one" / "4" / "params.safetensors") == file_bytes(work / "two" / "4" / "params.safetensors"));
-  EXPECT_TRUE(file_bytes(work / "one" / "4" / "optimizer.safetensors") == file_bytes(work / "two" / "4" / "optimizer.safetensors"));
+  EXPECT_TRUE(file_bytes(work / "one" / "4" / "params.safetensors") == file_bytes(two / "4" / "params.safetensors"));
+  EXPECT_TRUE(file_bytes(work / "one" / "4" / "optimizer.safetensors") == file_bytes(two / "4" / "optimizer.safetensors"));
   // The logged loss is the global batch's: one process sums the two micro-batches in float32, the job in
   // float64 after each rank's float32 sum, so they agree to float32 rounding of a sum of two terms.
-  auto a = logged(work / "one", "loss"), b = logged(work / "two", "loss");
+  auto a = logged(work / "one", "loss"), b = logged(two, "loss");
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 4 * 1.2e-7 * a[i]);
   // Evaluation is summed over the ranks: the same whole-split statistics (summed in another order).
-  auto va = logged(work / "one", "val/ce"), vb = logged(work / "two", "val/ce");
+  auto va = logged(work / "one", "val/ce"), vb = logged(two, "val/ce");
   ASSERT_EQ(va.size(), vb.size());
   ASSERT_FALSE(va.empty());
   for (std::size_t i = 0; i < va.size(); ++i) EXPECT_NEAR(va[i], vb[i], 1e-5 * va[i]);
@@ -152,16 +161,11 @@ TEST(DistributedTraining, TwoProcessesTakeTheStepOfOneBitForBit) {
 // update's sign, and the losses agree closely.
 TEST(DistributedTraining, ThreeProcessesTakeTheStepOfOneWithinReassociation) {
   TempDir work;
-  auto tokens = make_tokens(work.path());
-  const std::string common = " --set trainer.batch_size=3 --set trainer.steps=4";
-  auto single = run_command(dew::test::dew_single_threaded(train_args(tokens, work / "one", common + " --set trainer.grad_accum=3")));
-  ASSERT_EQ(single.status, 0) << single.output;
-  fs::create_directories(work / "job");
-  auto ranks = run_ranks(work / "job", 3, train_args(tokens, work / "three", common));
-  for (const auto& r : ranks) ASSERT_EQ(r.status, 0) << r.output;
+  alone_and_together(work.path(), make_tokens(work.path()), 3);
+  const fs::path three = work / "job_run";
   const double learning_rate = 0.01, steps = 4;
-  EXPECT_LE(largest_difference(work / "one" / "4", work / "three" / "4"), steps * learning_rate);
-  auto a = logged(work / "one", "loss"), b = logged(work / "three", "loss");
+  EXPECT_LE(largest_difference(work / "one" / "4", three / "4"), steps * learning_rate);
+  auto a = logged(work / "one", "loss"), b = logged(three, "loss");
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-3 * a[i]);
 }
