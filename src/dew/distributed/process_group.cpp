@@ -303,6 +303,24 @@ void ProcessGroup::broadcast(std::vector<at::Tensor>& tensors, std::int64_t root
   unflatten(flat, tensors);
 }
 
+void ProcessGroup::all_gather(at::Tensor& full, const at::Tensor& mine, const std::string& what) {
+  at::Tensor input = mine.contiguous();
+  try {
+    state_->backend->_allgather_base(full, input)->wait();
+  } catch (const std::exception& e) {
+    fail_collective(what, e);
+  }
+}
+
+void ProcessGroup::reduce_scatter_sum(at::Tensor& mine, const at::Tensor& full, const std::string& what) {
+  at::Tensor input = full.contiguous();
+  try {
+    state_->backend->_reduce_scatter_base(mine, input)->wait();
+  } catch (const std::exception& e) {
+    fail_collective(what, e);
+  }
+}
+
 void ProcessGroup::barrier(const std::string& what) {
   try {
     state_->backend->barrier()->wait();

@@ -40,6 +40,10 @@ class ProcessGroup {
   void all_reduce_sum(std::vector<at::Tensor>& tensors, const std::string& what);
   std::vector<double> all_reduce_sum(const std::vector<double>& values, const std::string& what);
   void broadcast(std::vector<at::Tensor>& tensors, std::int64_t root, const std::string& what);
+  // `full` (contiguous, world x the size of `mine` along dim 0) receives every rank's `mine`, rank order.
+  void all_gather(at::Tensor& full, const at::Tensor& mine, const std::string& what);
+  // `mine` receives this rank's dim-0 slice of the sum over the ranks of `full` (world x its size).
+  void reduce_scatter_sum(at::Tensor& mine, const at::Tensor& full, const std::string& what);
   void barrier(const std::string& what);
 
   // A sum started now and finished by wait(): backward goes on computing while a bucket of gradients travels.

@@ -166,10 +166,28 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
       if (it == masks.end()) it = masks.emplace(window, attention_mask(mask_inputs, window)).first;
       call.mask = it->second;
     }
-    x = model->layers[i]->as<DecoderBlockImpl>()->forward(x, call);
+    auto* block = model->layers[i]->as<DecoderBlockImpl>();
+    if (runner_) {
+      // The runner may call the layer again later (in backward): the call keeps its own copy of the angles,
+      // which live in this function's map.
+      auto angles = std::make_shared<RotaryAngles>(*call.angles);
+      x = runner_(i, x, [block, call, angles](const at::Tensor& h) {
+        AttentionCall again = call;
+        again.angles = angles.get();
+        return block->forward(h, again);
+      });
+    } else {
+      x = block->forward(x, call);
+    }
   }
   if (in.cache) in.cache->length += S;
   return model->norm->forward(x);
+}
+
+std::vector<std::shared_ptr<torch::nn::Module>> CausalTransformerImpl::stacked_layers() {
+  std::vector<std::shared_ptr<torch::nn::Module>> out;
+  for (std::size_t i = 0; i < model->layers->size(); ++i) out.push_back(model->layers->ptr(i));
+  return out;
 }
 
 at::Tensor CausalTransformerImpl::logits(const at::Tensor& hidden) const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "dew/nn/attention.h"
+#include "dew/nn/layer_stack.h"
 
 namespace dew::nn {
 
@@ -52,7 +53,7 @@ TORCH_MODULE(DecoderStack);
 // overwrite them took most of a checkpoint's load time.
 enum class ParameterInit { seeded, none };
 
-class CausalTransformerImpl : public torch::nn::Module {
+class CausalTransformerImpl : public torch::nn::Module, public LayerStack {
  public:
   // Validates the config.
   explicit CausalTransformerImpl(CausalTransformerConfig config, ParameterInit init = ParameterInit::seeded);
@@ -81,7 +82,12 @@ class CausalTransformerImpl : public torch::nn::Module {
   DecoderStack model{nullptr};
   Linear lm_head{nullptr};
 
+  // LayerStack: the decoder blocks.
+  std::vector<std::shared_ptr<torch::nn::Module>> stacked_layers() override;
+  void set_layer_runner(LayerRunner runner) override { runner_ = std::move(runner); }
+
  private:
+  LayerRunner runner_;
   CausalTransformerConfig config_;
   c10::ScalarType compute_dtype_, param_dtype_;
 };

@@ -135,20 +135,23 @@ Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t 
     params.push_back(p);
   }
   if (buckets_) buckets_->zero_gradients();
+  if (sharded_) sharded_->gather_root(dew::str("the root's weights at step ", step + 1));
   const std::int64_t rows = config_.process_rows();
   at::Tensor loss_total;
   for (std::int64_t micro = 0; micro < config_.grad_accum; ++micro) {
     auto loss = objective_.loss(to_device(train.next_batch(rows), device_), step);
     if (buckets_ && micro + 1 == config_.grad_accum) buckets_->arm(dew::str("the gradient sum of step ", step + 1));
     loss.sum.backward();
+    if (sharded_) sharded_->reduce_root_gradients(dew::str("the root's gradients at step ", step + 1));
     loss_total = loss_total.defined() ? loss_total + loss.sum.detach() : loss.sum.detach();
     out.count += loss.count;
     out.metrics.merge(loss.metrics);
   }
+  if (sharded_) sharded_->release_root();
   out.loss_sum = loss_total.item<double>();
   if (group_) {
     const bool stop_requested = stop.requested();
-    buckets_->finish();
+    if (buckets_) buckets_->finish();
     // One small sum for the step's loss, count, stop requests and metrics: every rank then sees the same.
     objectives::Statistics local = out.metrics;
     local.add("\x01step", out.loss_sum, out.count);
@@ -178,7 +181,8 @@ Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t 
     }
     if (!grads.empty()) at::_foreach_div_(grads, out.count);
   }
-  out.grad_norm = clip_grad_norm(params, optim_.grad_clip_norm);
+  out.grad_norm = sharded_ ? clip_grad_norm(params, optim_.grad_clip_norm, [this](double s) { return sharded_->sum_over_processes(s); })
+                           : clip_grad_norm(params, optim_.grad_clip_norm);
   if (!std::isfinite(out.grad_norm)) {
     auto last = latest_checkpoint(run_dir_);
     fail("non-finite gradient norm at step ", step + 1, " (loss ", out.loss_sum / out.count,
@@ -207,6 +211,13 @@ fs::path Trainer::write_checkpoint(std::int64_t step, std::int64_t data_position
   tensors.params = params_;  // what trains: frozen weights (a LoRA run's base) come from where the run started
   tensors.optimizer = optimizer_->state();
   if (ema_->enabled()) tensors.ema = ema_->state();
+  if (sharded_) {  // whole tensors, gathered by every rank; rank 0 writes them
+    const std::string what = dew::str("the checkpoint of step ", step);
+    tensors.params = sharded_->whole(tensors.params, what);
+    tensors.optimizer = sharded_->whole(tensors.optimizer, what);
+    tensors.ema = sharded_->whole(tensors.ema, what);
+  }
+  if (!leader()) return {};
   for (const auto& [name, t] : objective_.state()) tensors.objective[name] = t.detach().to(at::kCPU).contiguous();
   auto dir = save_checkpoint(run_dir_, state, tensors);
   prune_checkpoints(run_dir_, config_.keep_checkpoints);
@@ -242,7 +253,11 @@ void Trainer::draw_plots() const {
 
 objectives::Statistics Trainer::evaluate(data::BatchSource& val) {
   EmaScope scope(ema_.get());
-  return evaluate_objective(objective_, val, config_.batch_size, config_.eval_batches, device_, group_);
+  if (!sharded_) return evaluate_objective(objective_, val, config_.batch_size, config_.eval_batches, device_, group_);
+  sharded_->gather_root("the root's weights for evaluation");
+  auto statistics = evaluate_objective(objective_, val, config_.batch_size, config_.eval_batches, device_, group_);
+  sharded_->release_root();
+  return statistics;
 }
 
 FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
@@ -277,8 +292,15 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   for (const auto& [name, p] : nn::parameter_map(module)) {
     if (p.requires_grad()) params_[name] = p;
   }
-  if (group_) {
-    share_leader_weights();
+  std::int64_t parameter_count = 0;  // counted whole, before any sharding
+  for (const auto& [name, p] : params_) parameter_count += p.numel();
+  sharded_.reset();
+  buckets_.reset();
+  if (group_) share_leader_weights();
+  if (group_ && config_.parallel == "fsdp") {
+    sharded_ = std::make_unique<ShardedTraining>(*group_, module);
+    params_ = sharded_->shards();
+  } else if (group_) {
     std::vector<at::Tensor> in_order;  // registration order, which the buckets reverse
     for (const auto& p : module.parameters()) {
       if (p.requires_grad()) in_order.push_back(p);
@@ -295,9 +317,26 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   largest_batch_size_ = config_.batch_size;
   if (checkpoint) {
     const auto& s = checkpoint->state();
-    nn::load_parameters(module, checkpoint->params());
-    optimizer_->load_state(Checkpoint::tensors(checkpoint->optimizer()), checkpoint->optimizer().path().string());
-    if (ema_->enabled()) ema_->load_state(Checkpoint::tensors(checkpoint->ema()), checkpoint->ema().path().string());
+    if (sharded_) {  // this rank's rows of the whole tensors
+      const auto source = checkpoint->params().path().string();
+      const auto whole = Checkpoint::tensors(checkpoint->params());
+      at::NoGradGuard no_grad;
+      for (const auto& [name, rows] : sharded_->rows(whole)) {
+        auto it = params_.find(name);
+        if (it == params_.end()) continue;
+        if (rows.sizes() != it->second.sizes()) fail("'", source, "' tensor '", name, "' has another shape than the model's");
+        it->second.copy_(rows);
+      }
+      for (const auto& [name, p] : params_) {
+        if (!whole.count(name)) fail("'", source, "' has no tensor '", name, "'; the checkpoint is damaged");
+      }
+      optimizer_->load_state(sharded_->rows(Checkpoint::tensors(checkpoint->optimizer())), checkpoint->optimizer().path().string());
+      if (ema_->enabled()) ema_->load_state(sharded_->rows(Checkpoint::tensors(checkpoint->ema())), checkpoint->ema().path().string());
+    } else {
+      nn::load_parameters(module, checkpoint->params());
+      optimizer_->load_state(Checkpoint::tensors(checkpoint->optimizer()), checkpoint->optimizer().path().string());
+      if (ema_->enabled()) ema_->load_state(Checkpoint::tensors(checkpoint->ema()), checkpoint->ema().path().string());
+    }
     {
       // Copies, not views of the mapped file: the objective keeps them past this checkpoint's lifetime.
       std::map<std::string, at::Tensor> objective_state;
@@ -343,8 +382,6 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   std::optional<telemetry::LocalTracker> tracker;
   if (leader()) tracker.emplace(run_dir_ / "tracking", step);
 
-  std::int64_t parameter_count = 0;
-  for (const auto& [name, p] : params_) parameter_count += p.numel();
   const double flops_per_token = config_.flops_per_token > 0 ? config_.flops_per_token : 6.0 * static_cast<double>(parameter_count);
   double peak = config_.peak_flops;
   if (peak <= 0) {
@@ -421,7 +458,7 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
       window_metrics = {};
     }
     if ((config_.checkpoint_every > 0 && step % config_.checkpoint_every == 0) || last || stopping) {
-      if (leader()) result.checkpoint = write_checkpoint(step, train.position(), result.metrics);
+      if (leader() || sharded_) result.checkpoint = write_checkpoint(step, train.position(), result.metrics);
       if (group_) {
         group_->barrier(dew::str("the checkpoint of step ", step));  // no rank runs ahead of a checkpoint being written
         if (!leader()) result.checkpoint = latest_checkpoint(run_dir_).value_or(fs::path());
@@ -439,6 +476,7 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   }
   if (leader()) draw_plots();
   if (group_) group_->barrier("the end of training");
+  sharded_.reset();  // the module holds its whole weights again
   return result;
 }
 

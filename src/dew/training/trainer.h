@@ -23,7 +23,9 @@
 // gradients are summed over the ranks in buckets during backward (distributed/gradient_buckets.h) and the
 // loss sums, counts and metrics after it, so every rank divides by the global count and takes the same
 // step one process would take with the whole batch. Evaluation is summed the same way. Only rank 0 prints,
-// logs, plots and writes checkpoints; a stop signal on any rank stops all of them at the same step.
+// logs, plots and writes checkpoints; a stop signal on any rank stops all of them at the same step. With
+// trainer.parallel = fsdp the same, but the parameters, gradients, optimizer state and EMA are sharded over
+// the ranks and each layer gathered for its call (sharded_training.h).
 //
 // A non-finite loss or gradient norm stops the run with a dew::Error naming the step, without writing a
 // checkpoint of that state (the last good one stays). SIGINT/SIGTERM during fit finish the current step,
@@ -45,6 +47,7 @@
 #include "dew/training/ema.h"
 #include "dew/training/optim_config.h"
 #include "dew/training/optimizer.h"
+#include "dew/training/sharded_training.h"
 #include "dew/training/trainer_config.h"
 
 namespace dew::training {
@@ -112,7 +115,8 @@ class Trainer {
   double elapsed_base_ = 0, tokens_seen_ = 0;
   std::int64_t largest_batch_size_ = 0;
   distributed::ProcessGroup* group_ = nullptr;  // set with several processes
-  std::unique_ptr<distributed::GradientBuckets> buckets_;
+  std::unique_ptr<distributed::GradientBuckets> buckets_;  // ddp
+  std::unique_ptr<ShardedTraining> sharded_;               // fsdp
   bool leader() const { return !group_ || group_->rank() == 0; }  // CheckpointState::largest_batch_size, this segment's included
   std::chrono::steady_clock::time_point segment_start_;
 };

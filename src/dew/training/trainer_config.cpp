@@ -18,7 +18,9 @@ void TrainerConfig::validate() const {
   if (batch_size % grad_accum != 0) {
     fail("trainer.batch_size (", batch_size, ") must be a multiple of trainer.grad_accum (", grad_accum, ")");
   }
-  if (parallel != "none" && parallel != "ddp") fail("trainer.parallel must be none or ddp, got \"", parallel, "\"");
+  if (parallel != "none" && parallel != "ddp" && parallel != "fsdp") {
+    fail("trainer.parallel must be none, ddp or fsdp, got \"", parallel, "\"");
+  }
   if (!(timeout_seconds > 0)) fail("trainer.timeout_seconds must be positive, got ", timeout_seconds);
   const auto& place = distributed::process_place();
   if (place.multi_process()) {

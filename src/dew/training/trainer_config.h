@@ -20,7 +20,7 @@ struct TrainerConfig {
   std::string device = "auto";  // auto | cpu | cuda | cuda:N
   double peak_flops = 0;       // the MFU denominator in FLOP/s; 0 = measure a matmul at start-up
   double flops_per_token = 0;  // the MFU numerator per token; 0 = 6 * parameters
-  std::string parallel = "ddp";  // none | ddp: how the processes `dew launch` starts share the work
+  std::string parallel = "ddp";  // none | ddp | fsdp: how the processes `dew launch` starts share the work
   double timeout_seconds = 600;   // a collective (or the rendezvous) waiting longer than this fails
 
   template <class V>
@@ -40,7 +40,8 @@ struct TrainerConfig {
     v("peak_flops", peak_flops, "FLOP/s for MFU; 0 = measure a matmul at start-up");
     v("flops_per_token", flops_per_token, "training FLOPs per token for MFU; 0 = 6 * parameters");
     v("parallel", parallel, "with several processes (dew launch): ddp = data parallel, each process a shard of every "
-      "batch, gradients summed over them; none = refuse to run as several processes");
+      "batch, gradients summed over them; fsdp = the same with parameters, gradients, optimizer state and EMA sharded "
+      "over the processes, each layer gathered for its call; none = refuse to run as several processes");
     v("timeout_seconds", timeout_seconds, "with several processes: a collective or the rendezvous waiting longer than "
       "this fails, naming the rank that stopped");
   }
