@@ -126,6 +126,7 @@ int run_bench(const char* name, Body body) {
 // whole training step), and every step's loss.
 struct TrainerTimes {
   std::vector<double> step_seconds, losses;
+  std::int64_t state_bytes = 0;  // Trainer::resident_state_bytes(): this process's weights, optimizer state, EMA
 };
 
 // Runs trainer.steps steps of the Trainer on `source` in a temporary run directory (removed after), quietly,
@@ -150,6 +151,7 @@ inline TrainerTimes time_trainer(objectives::Objective& objective, const trainin
     });
     last = Clock::now();
     t.fit(source);
+    times.state_bytes = t.resident_state_bytes();
   }
   std::error_code ignored;
   std::filesystem::remove_all(run_dir, ignored);

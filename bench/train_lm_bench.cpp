@@ -13,6 +13,13 @@
 // instead drives the same pieces the Trainer calls by hand and prints the median time of each phase;
 // --trace FILE adds one step under LibTorch's (legacy) profiler and writes its Chrome trace to FILE.
 // --threads 0 leaves LibTorch's default intra-op thread count.
+//
+// Data parallel: started as one rank of a multi-process job (`dew launch --nproc N -- train_lm_bench ...`,
+// or any launcher that sets WORLD_SIZE > 1 and the torchrun variables), the Trainer joins the process group
+// and each rank trains on its consecutive batch / N rows of the same global batch a single process draws
+// (so the losses match a one-process run). --batch stays the global batch. Rank 0 alone prints the JSON
+// line, with "processes": N, global tokens/s (batch x seq / rank 0's median step; the steps are in lockstep)
+// and "peak_rss_mib_ranks", every rank's peak RSS (gathered after training). bench/ddp.sh runs it so.
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
@@ -34,6 +41,8 @@
 #include "bench_support.h"
 #include "dew/core/error.h"
 #include "dew/data/batch_source.h"
+#include "dew/distributed/process_group.h"
+#include "dew/distributed/process_place.h"
 #include "dew/nn/causal_transformer.h"
 #include "dew/nn/decoder_flops.h"
 #include "dew/nn/device.h"
@@ -57,16 +66,22 @@ struct Options {
   std::int64_t seq = 128, batch = 16, max_seq_len = 0, steps = 10, warmup = 3, threads = 0;
   std::uint64_t seed = 0;
   double ema = 0;
-  std::string dtype = "float32", device = "cpu", trace;
+  std::string dtype = "float32", device = "cpu", trace, parallel = "ddp";
   bool phases = false;
 };
 
-// Four batches of random rows of seq + 1 ids, cycled.
-dew::bench::CycledBatches random_rows(std::int64_t vocab, std::int64_t seq, std::int64_t rows, std::uint64_t seed) {
+// Four batches of random rows of seq + 1 ids, cycled. With `world` processes each batch of `rows` rows is
+// drawn whole (the same on every rank) and this rank keeps its consecutive rows / world of it.
+dew::bench::CycledBatches random_rows(std::int64_t vocab, std::int64_t seq, std::int64_t rows, std::uint64_t seed,
+                                      std::int64_t rank = 0, std::int64_t world = 1) {
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const std::int64_t mine = rows / world;
   std::vector<dew::data::Batch> pool(4);
-  for (auto& batch : pool) batch.set("text", at::randint(vocab, {rows, seq + 1}, generator, at::kLong));
-  return dew::bench::CycledBatches(std::move(pool), rows);
+  for (auto& batch : pool) {
+    auto all = at::randint(vocab, {rows, seq + 1}, generator, at::kLong);
+    batch.set("text", world > 1 ? all.narrow(0, rank * mine, mine).clone() : all);
+  }
+  return dew::bench::CycledBatches(std::move(pool), mine);
 }
 
 Options parse(int argc, char** argv) {
@@ -94,12 +109,14 @@ Options parse(int argc, char** argv) {
     else if (a == "--dtype") o.dtype = value(i);
     else if (a == "--device") o.device = value(i);
     else if (a == "--phases") o.phases = true;
+    else if (a == "--parallel") o.parallel = value(i);
     else if (a == "--trace") o.trace = value(i);
     else if (a == "--help" || a == "-h") {
       std::printf("usage: train_lm_bench [--vocab N] [--emb N] [--layers N] [--heads N] [--kv-heads N]\n"
                   "  [--mlp-features N] [--seq N] [--batch N] [--max-seq-len N] [--dtype float32|bfloat16]\n"
                   "  [--device cpu|cuda] [--steps N] [--warmup N] [--threads N] [--ema DECAY] [--seed N] [--phases]\n"
-                  "  [--trace FILE]  (with --phases: one more step under LibTorch's profiler, a Chrome trace)\n");
+                  "  [--trace FILE]  (with --phases: one more step under LibTorch's profiler, a Chrome trace)\n"
+                  "  [--parallel ddp|fsdp]  (as one of several processes: trainer.parallel)\n");
       std::exit(0);
     } else {
       throw std::runtime_error("unknown flag '" + a + "' (see --help)");
@@ -194,6 +211,14 @@ std::map<std::string, double> phase_times(const Options& o, dew::objectives::LMO
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
+    const auto& place = dew::distributed::process_place();
+    if (place.multi_process()) {
+      if (o.phases) throw std::runtime_error("--phases runs in one process (WORLD_SIZE is " + std::to_string(place.world) + ")");
+      if (o.batch % place.world != 0) {
+        throw std::runtime_error("--batch " + std::to_string(o.batch) + " is not a multiple of the " +
+                                 std::to_string(place.world) + " processes");
+      }
+    }
     if (o.threads > 0) at::set_num_threads(static_cast<int>(o.threads));
     const double base_rss = current_rss_mib();
     const auto device = dew::nn::resolve_device(o.device);
@@ -204,15 +229,19 @@ int main(int argc, char** argv) {
     lm.seq_len = o.seq;
     lm.loss.token_accuracy = false;  // the peers compute the loss only
     dew::objectives::LMObjective objective(model, lm);
-    auto rows = random_rows(o.vocab, o.seq, o.batch, o.seed + 1);
+    auto rows = random_rows(o.vocab, o.seq, o.batch, o.seed + 1, place.rank, place.world);
 
     const auto peak_dtype = config.dtype == "bfloat16" ? at::kBFloat16 : config.dtype == "float16" ? at::kHalf : at::kFloat;
-    const double peak = dew::bench::best_peak_flops(device, peak_dtype);
+    // With several processes rank 0 measures alone (the others wait for it at the rendezvous, in the
+    // Trainer): measurements on every rank at once would share the cores and read low. The others' figure
+    // only enters their Trainer's unprinted MFU.
+    const double peak = place.rank == 0 ? dew::bench::best_peak_flops(device, peak_dtype) : 1.0;
     const double flops_per_token = dew::nn::decoder_flops_per_token(config, o.seq);
     const double tokens_per_step = static_cast<double>(o.batch * o.seq);
 
     nlohmann::ordered_json out;
     out["impl"] = "dew";
+    out["processes"] = place.world;
     out["threads"] = at::get_num_threads();
     out["device"] = device.str();
     out["dtype"] = o.dtype;
@@ -229,6 +258,7 @@ int main(int argc, char** argv) {
       auto trainer = dew::bench::timing_trainer_config(o.warmup + o.steps, o.batch, o.seed);
       trainer.ema_decay = o.ema;
       trainer.device = o.device;
+      trainer.parallel = o.parallel;
       trainer.peak_flops = peak;
       trainer.flops_per_token = flops_per_token;
 
@@ -244,12 +274,24 @@ int main(int argc, char** argv) {
       out["steps_s"] = step_seconds;
       out["loss_first"] = losses.front();
       out["loss_last"] = losses.back();
+      out["state_mib"] = static_cast<double>(times.state_bytes) / (1 << 20);
+      out["parallel"] = o.parallel;
     }
     out["peak_rss_mib"] = peak_rss_mib();
     out["base_rss_mib"] = base_rss;
+    if (auto* group = dew::distributed::process_group()) {
+      std::vector<double> rss(static_cast<std::size_t>(place.world), 0.0);
+      rss[static_cast<std::size_t>(place.rank)] = out["peak_rss_mib"].get<double>();
+      out["peak_rss_mib_ranks"] = group->all_reduce_sum(rss, "every process's peak RSS");
+      dew::distributed::leave_process_group();
+      if (place.rank != 0) return 0;  // one voice for the job
+    } else {
+      out["peak_rss_mib_ranks"] = {out["peak_rss_mib"]};
+    }
     out["peak_flops"] = peak;
     out["flops_per_token"] = flops_per_token;
-    out["mfu"] = flops_per_token * out["tokens_per_s"].get<double>() / peak;
+    // Over the job's peak: rank 0's measurement (one process's threads) times the processes, as the Trainer's.
+    out["mfu"] = flops_per_token * out["tokens_per_s"].get<double>() / (peak * static_cast<double>(place.world));
     std::printf("%s\n", out.dump().c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -8,6 +8,15 @@ Each run prints one JSON line like train_lm_bench's: median tokens/s over the me
 --warmup steps), peak RSS of this process (run each peer in its own process), loss of the first and last
 step. Flags match train_lm_bench: --vocab --emb --layers --heads --kv-heads --mlp-features --seq --batch
 --max-seq-len --dtype --device --steps --warmup --threads --seed.
+
+Data parallel, as train_lm_bench under `dew launch` (bench/ddp.sh): the torch peer started by torchrun,
+
+    python -m torch.distributed.run --standalone --nproc_per_node N train_lm_peers.py torch --threads T [flags]
+
+sees WORLD_SIZE > 1 and becomes one rank of torch.nn.parallel.DistributedDataParallel on the gloo backend:
+each rank trains on its consecutive --batch / N rows of the same global batch one process draws, and rank 0
+alone prints the JSON line, with "processes": N, global tokens/s (--batch x seq / rank 0's median step),
+the loss averaged over the ranks, and "peak_rss_mib_ranks" (every rank's peak RSS).
 """
 
 from __future__ import annotations
@@ -67,6 +76,14 @@ def run_torch(a) -> dict:
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     base_rss = current_rss_mib()
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = 0
+    if world > 1:
+        import torch.distributed as dist
+        dist.init_process_group("gloo")  # env:// (torchrun's MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)
+        rank = dist.get_rank()
+        if a.batch % world:
+            raise SystemExit(f"--batch {a.batch} is not a multiple of the {world} processes")
     device = torch.device(a.device)
     compute = torch.bfloat16 if a.dtype == "bfloat16" else torch.float32
     head_dim = a.emb // a.heads
@@ -143,6 +160,11 @@ def run_torch(a) -> dict:
 
     torch.manual_seed(a.seed)
     model = Decoder().to(device)
+    parameter_count = sum(p.numel() for p in model.parameters())
+    if world > 1:
+        # PyTorch's defaults (25 MiB buckets, gradients copied out of the buckets) except broadcast_buffers:
+        # the only buffers are the constant RoPE tables, which dew does not send either.
+        model = torch.nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -150,6 +172,8 @@ def run_torch(a) -> dict:
     total = a.warmup + a.steps
     generator = torch.Generator().manual_seed(a.seed + 1)
     pool = [torch.randint(a.vocab, (a.batch, a.seq + 1), generator=generator).to(device) for _ in range(4)]
+    mine = a.batch // world  # this rank's consecutive rows of each global batch
+    pool = [rows[rank * mine:(rank + 1) * mine].contiguous() for rows in pool]
 
     phases = {}
 
@@ -191,11 +215,26 @@ def run_torch(a) -> dict:
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=30), file=sys.stderr)
 
     step_s = statistics.median(times)
-    out = {"impl": "pytorch", "mode": "eager", "threads": torch.get_num_threads(), "device": str(device),
-           "dtype": a.dtype, "torch": torch.__version__,
-           "parameters": sum(p.numel() for p in model.parameters()), "steps_measured": len(times),
+    rss = peak_rss_mib()
+    rss_ranks = [rss]
+    if world > 1:  # after the timed steps: the global loss of every step and every rank's peak RSS, one sum each
+        import torch.distributed as dist
+        total = torch.tensor(losses, dtype=torch.float64)
+        dist.all_reduce(total)
+        losses = (total / world).tolist()
+        ranks = torch.zeros(world, dtype=torch.float64)
+        ranks[rank] = rss
+        dist.all_reduce(ranks)
+        rss_ranks = ranks.tolist()
+        dist.destroy_process_group()
+        if rank != 0:
+            return None
+    out = {"impl": "pytorch", "mode": "eager-ddp" if world > 1 else "eager", "processes": world,
+           "threads": torch.get_num_threads(), "device": str(device), "dtype": a.dtype, "torch": torch.__version__,
+           "parameters": parameter_count, "steps_measured": len(times),
            "step_s": step_s, "step_s_min": min(times), "tokens_per_s": a.batch * a.seq / step_s, "steps_s": times,
-           "loss_first": losses[0], "loss_last": losses[-1], "peak_rss_mib": peak_rss_mib(), "base_rss_mib": base_rss}
+           "loss_first": losses[0], "loss_last": losses[-1], "peak_rss_mib": rss, "base_rss_mib": base_rss,
+           "peak_rss_mib_ranks": rss_ranks}
     for name, values in phases.items():
         out[name] = statistics.median(values)
     if device.type == "cuda":
@@ -245,7 +284,8 @@ def main(argv) -> int:
         print(json.dumps({"impl": "dewml", "installable": reason is None, "reason": reason}))
         return 0
     out = run_torch(a) if a.impl == "torch" else run_dewml(a)
-    print(json.dumps(out))
+    if out is not None:  # None: a rank other than 0 of a data-parallel run
+        print(json.dumps(out))
     return 0
 
 

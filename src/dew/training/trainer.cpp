@@ -394,8 +394,11 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   say(dew::str("training ", objective_.name(), ": ", human_count(static_cast<double>(parameter_count), "parameters"),
                         " on ", device_.str(), ", steps ", step, " -> ", config_.steps, ", batch ", config_.batch_size,
                         config_.grad_accum > 1 ? dew::str(" (", config_.grad_accum, " micro-batches)") : std::string(),
-                        world > 1 ? dew::str(" over ", world, " processes (data parallel)") : std::string(),
-                        ", peak ", human_count(peak, "FLOP/s"), world > 1 ? " each" : ""));
+                        world > 1 ? dew::str(" over ", world, " processes (", sharded_ ? "sharded" : "data parallel", ")")
+                                  : std::string(),
+                        ", peak ", human_count(peak, "FLOP/s"), world > 1 ? " each" : "",
+                        ", weights and optimizer state ", human_count(static_cast<double>(resident_state_bytes()), "B"),
+                        world > 1 ? " per process" : ""));
   // The bar (on a terminal) between the log lines, which are the record elsewhere; timed from here, after
   // the peak measurement, so its ETA counts training steps only.
   progress.emplace("train", static_cast<std::uint64_t>(config_.steps), "",
@@ -478,6 +481,17 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   if (group_) group_->barrier("the end of training");
   sharded_.reset();  // the module holds its whole weights again
   return result;
+}
+
+std::int64_t Trainer::resident_state_bytes() const {
+  std::int64_t bytes = 0;
+  auto add = [&](const std::map<std::string, at::Tensor>& tensors) {
+    for (const auto& [name, t] : tensors) bytes += t.numel() * static_cast<std::int64_t>(t.element_size());
+  };
+  add(params_);
+  if (optimizer_) add(optimizer_->state());
+  if (ema_ && ema_->enabled()) add(ema_->state());
+  return bytes;
 }
 
 void Trainer::share_leader_weights() {

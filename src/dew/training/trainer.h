@@ -88,6 +88,10 @@ class Trainer {
   // trains the parameters the module holds now instead (pretrained weights, fine-tuning).
   void use_current_parameters() { init_on_fresh_run_ = false; }
 
+  // Bytes this process holds of the trained weights, their optimizer state and EMA (with fsdp, its shards;
+  // gradients and the weights gathered for a call come and go). Known once fit() has begun.
+  std::int64_t resident_state_bytes() const;
+
   c10::Device device() const { return device_; }
   const TrainerConfig& config() const { return config_; }
   const OptimConfig& optim() const { return optim_; }

@@ -36,6 +36,12 @@ void GrpoTask::check_data() {
   d.path = fs::absolute(d.path).lexically_normal().string();
   if (d.prefetch < 0) fail("data.prefetch must be >= 0 (0 = none), got ", d.prefetch);
   config_.grpo.validate();
+  if (config_.trainer.parallel == "fsdp") {
+    // Each process samples its own rollouts, of lengths of their own, through the model: with sharded weights
+    // every token would be a collective that the other processes may not make.
+    fail("trainer.parallel = fsdp cannot train GRPO (each process generates its own rollouts through the sharded "
+         "model); use trainer.parallel = ddp");
+  }
   records_.reset();
   const auto& prompts = records();
   const auto total = static_cast<std::int64_t>(prompts.size());
