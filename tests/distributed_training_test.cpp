@@ -328,3 +328,98 @@ TEST(DistributedTraining, DewLaunchTrainsAsTheUserWould) {
   EXPECT_EQ(launched.output.find("[rank 1]"), std::string::npos) << launched.output;
   EXPECT_TRUE(file_bytes(work / "one" / "4" / "params.safetensors") == file_bytes(work / "two" / "4" / "params.safetensors"));
 }
+
+namespace {
+
+// The "weights and optimizer state N <unit>B" figure of a trainer's start line, in bytes.
+double state_bytes(const std::string& output) {
+  const std::string key = "weights and optimizer state ";
+  const auto at = output.find(key);
+  if (at == std::string::npos) return -1;
+  std::istringstream in(output.substr(at + key.size()));
+  double value = 0;
+  std::string unit;
+  in >> value >> unit;
+  const double scale = unit.rfind("kB", 0) == 0 ? 1e3 : unit.rfind("MB", 0) == 0 ? 1e6 : unit.rfind("GB", 0) == 0 ? 1e9 : 1;
+  return value * scale;
+}
+
+}  // namespace
+
+// Sharded (trainer.parallel = fsdp): parameters, gradients, optimizer state and EMA cut over the processes,
+// each layer gathered for its call and recomputed in backward. Without clipping, two processes take bit for
+// bit the step of one process with two micro-batches (the layer is recomputed with the same arithmetic; the
+// gradient sum of two is order-free), EMA and optimizer state included, and each process holds half the
+// weights and optimizer state. With clipping the global norm is summed from the shards' in another order,
+// which moves the clipping coefficient by float32 rounding.
+TEST(DistributedTraining, ShardedTwoProcessesTakeTheStepOfOne) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  const std::string common = " --set trainer.batch_size=2 --set trainer.steps=4 --set trainer.ema_decay=0.9";
+  for (const std::string clip : {"0", "1"}) {
+    const fs::path one = work / ("one" + clip), two = work / ("two" + clip);
+    const std::string flags = common + " --set optim.grad_clip_norm=" + clip;
+    auto single = run_command(dew::test::dew_single_threaded(train_args(tokens, one, flags + " --set trainer.grad_accum=2")));
+    ASSERT_EQ(single.status, 0) << single.output;
+    fs::create_directories(work / ("job" + clip));
+    auto ranks = run_ranks(work / ("job" + clip), 2, train_args(tokens, two, flags + " --set trainer.parallel=fsdp"));
+    for (const auto& r : ranks) ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(ranks[0].output.find("over 2 processes (sharded)"), std::string::npos) << ranks[0].output;
+    // Half of the whole: row blocks of equal size, the tiny model's odd shapes padded by at most a row each.
+    const double ratio = state_bytes(ranks[0].output) / state_bytes(single.output);
+    EXPECT_NEAR(ratio, 0.5, 0.05) << ranks[0].output << single.output;
+    if (clip == "0") {
+      for (const char* file : {"params.safetensors", "optimizer.safetensors", "ema.safetensors"}) {
+        EXPECT_TRUE(file_bytes(one / "4" / file) == file_bytes(two / "4" / file)) << file;
+      }
+    } else {
+      // A clipping coefficient off by a few float32 ulps (relative 1e-6 at most) scales each update by as
+      // much at most (Adam's normalisation cancels most of it): the weights agree within steps x
+      // learning_rate x 1e-5.
+      EXPECT_LE(largest_difference(one / "4", two / "4"), 4 * 0.01 * 1e-5);
+      EXPECT_GT(logged(two, "grad_norm").front(), 1.0) << "clipping was active";
+    }
+  }
+}
+
+// A sharded run's checkpoints hold whole tensors: 3 sharded processes resume what 2 wrote (each cutting its
+// rows anew), then one process resumes that, and the run ends where one process alone ends, to float32
+// reassociation of the 3-process gradient sums (see ThreeProcessesTakeTheStepOfOneWithinReassociation).
+TEST(DistributedTraining, ShardedRunsResumeWithAnyProcessCount) {
+  TempDir work;
+  auto tokens = make_tokens(work.path());
+  const std::string common = " --set trainer.batch_size=6 --set optim.decay_steps=9 --set optim.grad_clip_norm=0";
+  auto straight = run_command(dew::test::dew_single_threaded(
+      train_args(tokens, work / "straight", common + " --set trainer.grad_accum=6 --set trainer.steps=9")));
+  ASSERT_EQ(straight.status, 0) << straight.output;
+  fs::create_directories(work / "job2");
+  fs::create_directories(work / "job3");
+  const std::string sharded = common + " --set trainer.parallel=fsdp --set trainer.grad_accum=3";
+  auto two = run_ranks(work / "job2", 2, train_args(tokens, work / "mixed", sharded + " --set trainer.steps=3"));
+  for (const auto& r : two) ASSERT_EQ(r.status, 0) << r.output;
+  auto three = run_ranks(work / "job3", 3, train_args(tokens, work / "mixed", common +
+                                                       " --set trainer.parallel=fsdp --set trainer.grad_accum=2 --set trainer.steps=6"));
+  for (const auto& r : three) ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(three[0].output.find("resuming from"), std::string::npos) << three[0].output;
+  auto one = run_command(dew::test::dew_single_threaded(
+      train_args(tokens, work / "mixed", common + " --set trainer.grad_accum=6 --set trainer.steps=9")));
+  ASSERT_EQ(one.status, 0) << one.output;
+  EXPECT_LE(largest_difference(work / "straight" / "9", work / "mixed" / "9"), 9 * 0.01);
+  // `dew generate` reads the sharded run's checkpoint like any other.
+  auto generated = run_command(dew::test::dew_single_threaded("generate '" + (work / "mixed").string() +
+                                                               "' --prompt 'Once' --max-new-tokens 4"));
+  EXPECT_EQ(generated.status, 0) << generated.output;
+}
+
+TEST(DistributedTraining, ShardingRefusesWhatItCannotShard) {
+  TempDir work;
+  fs::create_directories(work / "images");
+  dew::test::write_idx(work / "images", "train", 16);
+  fs::create_directories(work / "job");
+  auto image = run_ranks(work / "job", 2, "train classifier --data '" + (work / "images").string() + "' --out '" +
+                                              (work / "run").string() +
+                                              "' --set trainer.batch_size=4 --set trainer.steps=1 --set trainer.device=cpu"
+                                              " --set trainer.peak_flops=1 --set trainer.parallel=fsdp");
+  EXPECT_EQ(image[0].status, 1);
+  EXPECT_NE(image[0].output.find("has no layer stack; use trainer.parallel = ddp"), std::string::npos) << image[0].output;
+}
