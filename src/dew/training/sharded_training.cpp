@@ -62,10 +62,14 @@ std::optional<std::size_t> ShardedTraining::entry_of(const std::string& key) con
 
 std::map<std::string, at::Tensor> ShardedTraining::whole(const std::map<std::string, at::Tensor>& shard_state,
                                                          const std::string& what) {
+  // One tensor at a time; only rank 0, which writes the file, keeps them: the others' memory grows by one
+  // tensor at most.
+  const bool keep = group_.rank() == 0;
   std::map<std::string, at::Tensor> out;
   for (const auto& [key, t] : shard_state) {
     const auto i = entry_of(key);
-    out[key] = i ? sharded_->full(*i, t, what) : t;
+    at::Tensor whole = i ? sharded_->full(*i, t, what) : t;
+    if (keep) out[key] = whole;
   }
   return out;
 }

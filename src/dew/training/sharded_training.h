@@ -34,7 +34,8 @@ class ShardedTraining {
   void release_root() { sharded_->release(root_); }
 
   // Checkpoint state keyed "<param>" or "<kind>/<param>" (parameters, EMA, optimizer moments): shard-shaped
-  // -> whole (a collective), and whole -> this rank's rows. Other keys ("step") pass unchanged.
+  // -> whole (a collective every rank calls; only rank 0 gets the result, the others an empty map), and
+  // whole -> this rank's rows. Other keys ("step") pass unchanged.
   std::map<std::string, at::Tensor> whole(const std::map<std::string, at::Tensor>& shard_state, const std::string& what);
   std::map<std::string, at::Tensor> rows(const std::map<std::string, at::Tensor>& whole_state) const;
 
