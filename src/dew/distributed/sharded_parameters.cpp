@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "dew/core/error.h"
 
 namespace dew::distributed {
@@ -78,32 +80,85 @@ at::Tensor ShardedParameters::full(std::size_t i, const at::Tensor& shard_like, 
   return buffer.narrow(0, 0, e.rows).reshape(e.shape);
 }
 
+std::vector<std::vector<std::size_t>> ShardedParameters::by_dtype(const std::vector<std::size_t>& which) const {
+  std::vector<std::vector<std::size_t>> groups;
+  for (auto i : which) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const std::vector<std::size_t>& g) {
+      return entries_[g.front()].shard.scalar_type() == entries_[i].shard.scalar_type();
+    });
+    if (it == groups.end()) {
+      groups.push_back({i});
+    } else {
+      it->push_back(i);
+    }
+  }
+  return groups;
+}
+
+// One collective per dtype for all of `which`: every rank's shards side by side in one flat row, the
+// ranks' rows gathered into [world, F], then each parameter's blocks taken in rank order. One call of a
+// layer is one gather, not one per weight: collectives cost a fixed latency each.
 void ShardedParameters::gather(const std::vector<std::size_t>& which, const std::string& what) {
   at::NoGradGuard no_grad;
-  for (auto i : which) {
-    Entry& e = entries_[i];
-    at::Tensor buffer = padded_full_buffer(e, e.shard);
-    group_.all_gather(buffer, e.shard.detach(), what);
-    e.param.set_data(buffer.narrow(0, 0, e.rows).view(e.shape));
+  const std::int64_t world = group_.world();
+  for (const auto& members : by_dtype(which)) {
+    std::vector<at::Tensor> flat;
+    for (auto i : members) flat.push_back(entries_[i].shard.detach().reshape({-1}));
+    at::Tensor mine = at::cat(flat);
+    const std::int64_t F = mine.numel();
+    at::Tensor all = at::empty({world * F}, mine.options());
+    group_.all_gather(all, mine, what);
+    const at::Tensor rows = all.view({world, F});
+    std::int64_t offset = 0;
+    for (auto i : members) {
+      Entry& e = entries_[i];
+      const std::int64_t n = e.shard.numel();
+      std::vector<std::int64_t> padded_shape = as_rows(e.shard).sizes().vec();
+      padded_shape[0] = e.block * world;
+      at::Tensor padded = rows.narrow(1, offset, n).reshape(padded_shape);  // rank 0's block, rank 1's, ...
+      e.param.set_data(padded.narrow(0, 0, e.rows).view(e.shape));
+      offset += n;
+    }
   }
 }
 
+// The gradients of `which` laid out as [world, F] (row r: every parameter's block r, side by side), one
+// reduce-scatter per dtype, and each rank's row of the sum added to its shards.
 void ShardedParameters::reduce_gradients(const std::vector<std::size_t>& which, const std::string& what) {
   at::NoGradGuard no_grad;
+  const std::int64_t world = group_.world();
+  std::vector<std::size_t> with_grad;
   for (auto i : which) {
-    Entry& e = entries_[i];
-    const at::Tensor& grad = e.param.grad();
-    if (!grad.defined()) continue;  // not used in this call: nothing to add on any rank
-    at::Tensor padded = padded_full_buffer(e, e.shard).zero_();
-    padded.narrow(0, 0, e.rows).copy_(as_rows(grad));
-    at::Tensor mine = at::empty_like(e.shard);
-    group_.reduce_scatter_sum(mine, padded, what);
-    if (e.shard.grad().defined()) {
-      e.shard.mutable_grad().add_(mine);
-    } else {
-      e.shard.mutable_grad() = mine;
+    if (entries_[i].param.grad().defined()) with_grad.push_back(i);  // unused in this call: nothing on any rank
+  }
+  for (const auto& members : by_dtype(with_grad)) {
+    std::int64_t F = 0;
+    for (auto i : members) F += entries_[i].shard.numel();
+    at::Tensor input = at::empty({world, F}, entries_[members.front()].shard.options().requires_grad(false));
+    std::int64_t offset = 0;
+    for (auto i : members) {
+      Entry& e = entries_[i];
+      const std::int64_t n = e.shard.numel();
+      at::Tensor padded = padded_full_buffer(e, e.shard).zero_();
+      padded.narrow(0, 0, e.rows).copy_(as_rows(e.param.grad()));
+      input.narrow(1, offset, n).copy_(padded.view({world, n}));
+      offset += n;
     }
-    e.param.mutable_grad() = at::Tensor();
+    at::Tensor mine = at::empty({F}, input.options());
+    group_.reduce_scatter_sum(mine, input.view({-1}), what);
+    offset = 0;
+    for (auto i : members) {
+      Entry& e = entries_[i];
+      const std::int64_t n = e.shard.numel();
+      at::Tensor part = mine.narrow(0, offset, n).view(e.shard.sizes());
+      if (e.shard.grad().defined()) {
+        e.shard.mutable_grad().add_(part);
+      } else {
+        e.shard.mutable_grad() = part.clone();
+      }
+      e.param.mutable_grad() = at::Tensor();
+      offset += n;
+    }
   }
 }
 

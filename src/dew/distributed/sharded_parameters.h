@@ -58,6 +58,8 @@ class ShardedParameters {
     at::Tensor shard;
   };
   at::Tensor padded_full_buffer(const Entry& e, const at::Tensor& like) const;
+  // `which` grouped by the shards' dtype (one collective each).
+  std::vector<std::vector<std::size_t>> by_dtype(const std::vector<std::size_t>& which) const;
 
   ProcessGroup& group_;
   std::vector<Entry> entries_;
