@@ -252,24 +252,24 @@ void ProcessGroup::report_failure(const std::string& message) noexcept {
   }
 }
 
+void ProcessGroup::run(const std::string& what, const std::function<void()>& collective) {
+  try {
+    collective();
+  } catch (const std::exception& e) {
+    fail_collective(what, e);
+  }
+}
+
 void ProcessGroup::Pending::wait() {
   auto* holder = static_cast<WorkHolder*>(work_.get());
-  try {
-    holder->work->wait();
-  } catch (const std::exception& e) {
-    group_->fail_collective(what_, e);
-  }
+  group_->run(what_, [&] { holder->work->wait(); });
 }
 
 ProcessGroup::Pending ProcessGroup::all_reduce_sum_async(at::Tensor tensor, std::string what) {
   std::vector<at::Tensor> tensors{std::move(tensor)};
-  try {
-    auto holder = std::make_shared<WorkHolder>();
-    holder->work = state_->backend->allreduce(tensors);
-    return Pending(this, std::move(holder), std::move(what));
-  } catch (const std::exception& e) {
-    fail_collective(what, e);
-  }
+  auto holder = std::make_shared<WorkHolder>();
+  run(what, [&] { holder->work = state_->backend->allreduce(tensors); });
+  return Pending(this, std::move(holder), std::move(what));
 }
 
 void ProcessGroup::all_reduce_sum(std::vector<at::Tensor>& tensors, const std::string& what) {
@@ -294,39 +294,23 @@ void ProcessGroup::broadcast(std::vector<at::Tensor>& tensors, std::int64_t root
     std::vector<at::Tensor> one{buffer};
     c10d::BroadcastOptions options;
     options.rootRank = root;
-    try {
-      state_->backend->broadcast(one, options)->wait();
-    } catch (const std::exception& e) {
-      fail_collective(what, e);
-    }
+    run(what, [&] { state_->backend->broadcast(one, options)->wait(); });
   }
   unflatten(flat, tensors);
 }
 
 void ProcessGroup::all_gather(at::Tensor& full, const at::Tensor& mine, const std::string& what) {
   at::Tensor input = mine.contiguous();
-  try {
-    state_->backend->_allgather_base(full, input)->wait();
-  } catch (const std::exception& e) {
-    fail_collective(what, e);
-  }
+  run(what, [&] { state_->backend->_allgather_base(full, input)->wait(); });
 }
 
 void ProcessGroup::reduce_scatter_sum(at::Tensor& mine, const at::Tensor& full, const std::string& what) {
   at::Tensor input = full.contiguous();
-  try {
-    state_->backend->_reduce_scatter_base(mine, input)->wait();
-  } catch (const std::exception& e) {
-    fail_collective(what, e);
-  }
+  run(what, [&] { state_->backend->_reduce_scatter_base(mine, input)->wait(); });
 }
 
 void ProcessGroup::barrier(const std::string& what) {
-  try {
-    state_->backend->barrier()->wait();
-  } catch (const std::exception& e) {
-    fail_collective(what, e);
-  }
+  run(what, [&] { state_->backend->barrier()->wait(); });
 }
 
 ProcessGroup& join_process_group(c10::Device device, std::chrono::milliseconds timeout) {

@@ -13,6 +13,7 @@
 // before it exits (report_failure), so the survivors can say who failed and why instead of hanging.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,9 @@ class ProcessGroup {
   struct State;
   explicit ProcessGroup(std::unique_ptr<State> state);
   [[noreturn]] void fail_collective(const std::string& what, const std::exception& error);
+  // Runs `collective` (which starts a backend operation and waits for it); a failure becomes
+  // fail_collective's error naming `what`.
+  void run(const std::string& what, const std::function<void()>& collective);
   std::unique_ptr<State> state_;
 };
 
