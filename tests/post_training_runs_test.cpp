@@ -67,7 +67,7 @@ std::vector<dew::telemetry::ScalarRecord> scalars(const fs::path& run) {
 void expect_same_params(const fs::path& a, const fs::path& b) {
   dew::training::Checkpoint ca(a), cb(b);
   ASSERT_EQ(ca.params().names(), cb.params().names());
-  for (const auto& name : ca.params().names()) EXPECT_TRUE(at::equal(ca.params().view(name), cb.params().view(name))) << name;
+  for (const auto& name : ca.params().names()) EXPECT_TRUE(at::equal(ca.params().whole(name), cb.params().whole(name))) << name;
 }
 
 }  // namespace
@@ -147,7 +147,7 @@ TEST(PostTrainingRuns, SftWithLoraCheckpointsOnlyAdaptersAndExportsThem) {
   dew::formats::SafetensorsFile adapter(dir.path() / "peft" / "adapter_model.safetensors");
   const auto& exported_weights = checkpoint.has_ema() ? checkpoint.ema() : checkpoint.params();  // EMA unless --live
   EXPECT_TRUE(at::equal(adapter.view("base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight"),
-                        exported_weights.view("model.layers.0.self_attn.q_proj.lora_B.weight")));
+                        exported_weights.whole("model.layers.0.self_attn.q_proj.lora_B.weight")));
 }
 
 // Stopping and resuming gives the parameters of an uninterrupted run, for SFT with LoRA and for DPO.

@@ -64,11 +64,35 @@ at::Tensor ShardedParameters::padded_full_buffer(const Entry& e, const at::Tenso
 at::Tensor ShardedParameters::rows_of(std::size_t i, const at::Tensor& whole) const {
   const Entry& e = entries_[i];
   const at::Tensor rows = as_rows(whole);
-  const std::int64_t first = std::min(e.rows, group_.rank() * e.block), last = std::min(e.rows, first + e.block);
+  const auto [first, last] = row_range(i, group_.rank());
   std::vector<std::int64_t> shape = rows.sizes().vec();
   shape[0] = e.block;
   at::Tensor out = at::zeros(shape, rows.options());
   if (last > first) out.narrow(0, 0, last - first).copy_(rows.narrow(0, first, last - first));
+  return out;
+}
+
+std::pair<std::int64_t, std::int64_t> ShardedParameters::row_range(std::size_t i, std::int64_t rank) const {
+  const Entry& e = entries_[i];
+  const std::int64_t first = std::min(e.rows, rank * e.block);
+  return {first, std::min(e.rows, first + e.block)};
+}
+
+at::Tensor ShardedParameters::unpadded(std::size_t i, const at::Tensor& shard_like) const {
+  const auto [first, last] = row_range(i, group_.rank());
+  return shard_like.narrow(0, 0, last - first);
+}
+
+at::Tensor ShardedParameters::padded(std::size_t i, const at::Tensor& rows) const {
+  const Entry& e = entries_[i];
+  const auto [first, last] = row_range(i, group_.rank());
+  if (rows.dim() == 0 || rows.size(0) != last - first) {
+    dew::fail("'", e.name, "': ", rows.dim() == 0 ? 0 : rows.size(0), " rows for a shard that holds ", last - first);
+  }
+  std::vector<std::int64_t> shape = rows.sizes().vec();
+  shape[0] = e.block;
+  at::Tensor out = at::zeros(shape, rows.options());
+  if (last > first) out.narrow(0, 0, last - first).copy_(rows);
   return out;
 }
 

@@ -49,6 +49,16 @@ class ShardedParameters {
   // This rank's rows of a whole parameter-shaped tensor, shaped like its shard (zero padding included).
   at::Tensor rows_of(std::size_t i, const at::Tensor& whole) const;
 
+  // Where the shards sit in the whole, for checkpoints that each process writes its part of: entry i's
+  // full shape, and the rows [first, last) of it (a scalar is one row) that `rank` holds; past the end
+  // (small tensors, many ranks) the range is empty.
+  const std::vector<std::int64_t>& shape(std::size_t i) const { return entries_[i].shape; }
+  std::pair<std::int64_t, std::int64_t> row_range(std::size_t i, std::int64_t rank) const;
+  // A shard-shaped tensor without its zero padding: this rank's real rows (row_range's length).
+  at::Tensor unpadded(std::size_t i, const at::Tensor& shard_like) const;
+  // This rank's real rows (row_range's length) -> shard-shaped, zero padded.
+  at::Tensor padded(std::size_t i, const at::Tensor& rows) const;
+
  private:
   struct Entry {
     std::string name;

@@ -23,25 +23,31 @@ void require_finite(const at::Tensor& tensor, const std::string& file, const std
 }
 
 void load_parameters(torch::nn::Module& module, const formats::SafetensorsFile& file, bool strict) {
+  std::map<std::string, at::Tensor> views;  // memory-mapped: nothing is read until copied
+  for (const auto& name : file.names()) views[name] = file.view(name);
+  load_parameters(module, views, file.path().string(), strict);
+}
+
+void load_parameters(torch::nn::Module& module, const std::map<std::string, at::Tensor>& tensors, const std::string& source,
+                     bool strict) {
   at::NoGradGuard no_grad;
   auto params = parameter_map(module);
   for (auto& [name, p] : params) {
-    if (!file.contains(name)) {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) {
       if (!p.requires_grad()) continue;  // frozen (a LoRA run's base): its checkpoints hold only what trains
-      dew::fail("'", file.path().string(), "' lacks tensor '", name, "' that the model needs");
+      dew::fail("'", source, "' lacks tensor '", name, "' that the model needs");
     }
-    const auto& entry = file.entry(name);
-    if (c10::IntArrayRef(entry.shape) != p.sizes()) {
-      dew::fail("'", file.path().string(), "' tensor '", name, "' has shape ", c10::IntArrayRef(entry.shape),
-                " but the model expects ", p.sizes());
+    const at::Tensor& stored = it->second;
+    if (stored.sizes() != p.sizes()) {
+      dew::fail("'", source, "' tensor '", name, "' has shape ", stored.sizes(), " but the model expects ", p.sizes());
     }
-    const at::Tensor stored = file.view(name);
-    require_finite(stored, file.path().string(), name);
+    require_finite(stored, source, name);
     p.copy_(stored);
   }
   if (strict) {
-    for (const auto& name : file.names()) {
-      if (!params.count(name)) dew::fail("'", file.path().string(), "' has tensor '", name, "', which the model does not have");
+    for (const auto& [name, t] : tensors) {
+      if (!params.count(name)) dew::fail("'", source, "' has tensor '", name, "', which the model does not have");
     }
   }
 }

@@ -119,9 +119,13 @@ fs::path save_checkpoint(const fs::path& run_dir, const CheckpointState& state, 
   formats::save_safetensors(dir.path() / kOptimizer, tensors.optimizer);
   if (!tensors.ema.empty()) formats::save_safetensors(dir.path() / kEma, tensors.ema);
   if (!tensors.objective.empty()) formats::save_safetensors(dir.path() / kObjective, tensors.objective);
-  write_file_atomic(dir.path() / kState, state_to_json(state).dump(2) + "\n");
+  write_checkpoint_state(dir.path(), state);
   dir.commit();
   return destination;
+}
+
+void write_checkpoint_state(const fs::path& dir, const CheckpointState& state) {
+  write_file_atomic(dir / kState, state_to_json(state).dump(2) + "\n");
 }
 
 std::vector<std::int64_t> checkpoint_steps(const fs::path& run_dir) {
@@ -199,16 +203,29 @@ Checkpoint::Checkpoint(const fs::path& dir, Unchecked)
         }
         return state_from_json(dir_ / kState);
       }()),
-      params_(open_required(dir_ / kParams)),
-      optimizer_(open_required(dir_ / kOptimizer)) {
-  if (fs::exists(dir_ / kEma)) ema_.emplace(open_required(dir_ / kEma));
+      sharded_parts_(fs::exists(dir_ / kShardManifest) ? open_sharded_parts(dir_) : std::map<std::string, CheckpointPart>{}),
+      params_(*open_part("params", /*required=*/true)),
+      optimizer_(*open_part("optimizer", /*required=*/true)),
+      ema_(open_part("ema", /*required=*/false)) {
   if (fs::exists(dir_ / kObjective)) objective_.emplace(open_required(dir_ / kObjective));
   if (auto name_step = step_of(dir_.filename().string()); name_step && *name_step != state_.step) {
     fail("'", (dir_ / kState).string(), "' says step ", state_.step, " but the directory is named ", *name_step);
   }
 }
 
-const formats::SafetensorsFile& Checkpoint::ema() const {
+std::optional<CheckpointPart> Checkpoint::open_part(const std::string& name, bool required) const {
+  if (!sharded_parts_.empty()) {
+    auto it = sharded_parts_.find(name);
+    if (it != sharded_parts_.end()) return it->second;
+    if (required) fail("'", (dir_ / kShardManifest).string(), "' lists no part '", name, "'; the checkpoint is incomplete");
+    return std::nullopt;
+  }
+  const fs::path file = dir_ / (name + ".safetensors");
+  if (!required && !fs::exists(file)) return std::nullopt;
+  return CheckpointPart(open_required(file));
+}
+
+const CheckpointPart& Checkpoint::ema() const {
   if (!ema_) fail("checkpoint '", dir_.string(), "' holds no EMA copy (", kEma, "); the run had trainer.ema_decay = 0");
   return *ema_;
 }
@@ -227,7 +244,8 @@ fs::path load_checkpoint_weights(torch::nn::Module& module, const fs::path& chec
     dir = *latest;
   }
   Checkpoint opened(dir);
-  nn::load_parameters(module, use_ema && opened.has_ema() ? opened.ema() : opened.params());
+  const CheckpointPart& part = use_ema && opened.has_ema() ? opened.ema() : opened.params();
+  nn::load_parameters(module, part.all(), part.source());
   return dir;
 }
 

@@ -60,25 +60,43 @@ std::optional<std::size_t> ShardedTraining::entry_of(const std::string& key) con
   return sharded_->index_of(key.substr(slash + 1));
 }
 
-std::map<std::string, at::Tensor> ShardedTraining::whole(const std::map<std::string, at::Tensor>& shard_state,
-                                                         const std::string& what) {
-  // One tensor at a time; only rank 0, which writes the file, keeps them: the others' memory grows by one
-  // tensor at most.
-  const bool keep = group_.rank() == 0;
-  std::map<std::string, at::Tensor> out;
+std::map<std::string, ShardRows> ShardedTraining::checkpoint_rows(const std::map<std::string, at::Tensor>& shard_state) const {
+  std::map<std::string, ShardRows> out;
   for (const auto& [key, t] : shard_state) {
+    ShardRows& s = out[key];
     const auto i = entry_of(key);
-    at::Tensor whole = i ? sharded_->full(*i, t, what) : t;
-    if (keep) out[key] = whole;
+    const at::Tensor local = t.detach().to(at::kCPU);
+    if (i) {
+      s.rows = sharded_->unpadded(*i, local);
+      s.layout.shape = sharded_->shape(*i);
+      for (std::int64_t r = 0; r < group_.world(); ++r) s.layout.ranges.push_back(sharded_->row_range(*i, r));
+    } else {  // the same on every rank (the optimizer's step): rank 0 writes all of its rows
+      const at::Tensor rows = local.dim() == 0 ? local.reshape({1}) : local;
+      s.layout.shape = local.sizes().vec();
+      for (std::int64_t r = 0; r < group_.world(); ++r) {
+        s.layout.ranges.emplace_back(r == 0 ? 0 : rows.size(0), rows.size(0));
+      }
+      if (group_.rank() == 0) s.rows = rows;
+    }
   }
   return out;
 }
 
-std::map<std::string, at::Tensor> ShardedTraining::rows(const std::map<std::string, at::Tensor>& whole_state) const {
+std::map<std::string, at::Tensor> ShardedTraining::rows(const CheckpointPart& part) const {
   std::map<std::string, at::Tensor> out;
-  for (const auto& [key, t] : whole_state) {
+  for (const auto& key : part.names()) {
     const auto i = entry_of(key);
-    out[key] = i ? sharded_->rows_of(*i, t) : t;
+    if (!i) {
+      out[key] = part.whole(key);
+      continue;
+    }
+    const auto shape = part.shape(key);
+    if (shape != sharded_->shape(*i)) {
+      fail("'", part.source(), "' tensor '", key, "' has shape ", c10::IntArrayRef(shape), " but the model's is ",
+           c10::IntArrayRef(sharded_->shape(*i)), "; resume with the configuration the run was trained with");
+    }
+    const auto [first, last] = sharded_->row_range(*i, group_.rank());
+    out[key] = sharded_->padded(*i, part.rows(key, first, last));
   }
   return out;
 }

@@ -3,9 +3,10 @@
 // sharded over the processes (distributed/sharded_parameters.h), each layer of its stack (nn/layer_stack.h)
 // gathered only for its own call and recomputed in backward (distributed/sharded_layer.h), the root (the
 // parameters outside the layers: embeddings, final norm, output head) gathered for the length of a step.
-// The optimizer, EMA and clipping work on the shards. Checkpoints hold whole tensors under the usual names
-// (gathered for the write, cut into this rank's rows on load), so a sharded run resumes with any number of
-// processes, or one, and `dew export` / `dew generate` read it as any run.
+// The optimizer, EMA and clipping work on the shards. Each process writes its own rows into the checkpoint
+// (training/sharded_checkpoint.h) and reads back the rows it holds from whatever number of processes wrote
+// them, so a sharded run resumes with any number of processes, or one, and `dew export` / `dew generate`
+// read it as any run (training/checkpoint_part.h assembles the whole tensors).
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +16,8 @@
 
 #include "dew/distributed/process_group.h"
 #include "dew/distributed/sharded_parameters.h"
+#include "dew/training/checkpoint_part.h"
+#include "dew/training/sharded_checkpoint.h"
 
 namespace dew::training {
 
@@ -34,10 +37,12 @@ class ShardedTraining {
   void release_root() { sharded_->release(root_); }
 
   // Checkpoint state keyed "<param>" or "<kind>/<param>" (parameters, EMA, optimizer moments): shard-shaped
-  // -> whole (a collective every rank calls; only rank 0 gets the result, the others an empty map), and
-  // whole -> this rank's rows. Other keys ("step") pass unchanged.
-  std::map<std::string, at::Tensor> whole(const std::map<std::string, at::Tensor>& shard_state, const std::string& what);
-  std::map<std::string, at::Tensor> rows(const std::map<std::string, at::Tensor>& whole_state) const;
+  // -> this rank's rows without padding and where every rank's rows lie, for save_sharded_checkpoint.
+  // Other keys ("step") are rank 0's alone.
+  std::map<std::string, ShardRows> checkpoint_rows(const std::map<std::string, at::Tensor>& shard_state) const;
+  // A checkpoint's part (written by any number of processes, or one) -> shard-shaped state for this rank,
+  // reading only its rows. Errors name the part's files when a tensor's shape is not the model's.
+  std::map<std::string, at::Tensor> rows(const CheckpointPart& part) const;
 
   // The job's sum of squares of the gradients, from this rank's (for the global norm).
   double sum_over_processes(double local_sum_of_squares);

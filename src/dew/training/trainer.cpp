@@ -23,6 +23,7 @@
 #include "dew/training/grad_clip.h"
 #include "dew/training/lr_schedule.h"
 #include "dew/training/process_statistics.h"
+#include "dew/training/sharded_checkpoint.h"
 #include "dew/training/stop_signals.h"
 
 namespace fs = std::filesystem;
@@ -207,16 +208,23 @@ fs::path Trainer::write_checkpoint(std::int64_t step, std::int64_t data_position
   state.tokens_seen = tokens_seen_;
   state.largest_batch_size = largest_batch_size_;
   state.metrics = metrics;
+  if (sharded_) {  // each rank writes its rows; rank 0 the manifest, the objective and state.json
+    ShardedParts parts;
+    parts["params"] = sharded_->checkpoint_rows(params_);
+    parts["optimizer"] = sharded_->checkpoint_rows(optimizer_->state());
+    if (ema_->enabled()) parts["ema"] = sharded_->checkpoint_rows(ema_->state());
+    std::map<std::string, at::Tensor> objective;
+    if (leader()) {
+      for (const auto& [name, t] : objective_.state()) objective[name] = t.detach().to(at::kCPU).contiguous();
+    }
+    auto dir = save_sharded_checkpoint(*group_, run_dir_, state, parts, objective);
+    if (leader()) prune_checkpoints(run_dir_, config_.keep_checkpoints);
+    return dir;
+  }
   CheckpointTensors tensors;
   tensors.params = params_;  // what trains: frozen weights (a LoRA run's base) come from where the run started
   tensors.optimizer = optimizer_->state();
   if (ema_->enabled()) tensors.ema = ema_->state();
-  if (sharded_) {  // whole tensors, gathered by every rank; rank 0 writes them
-    const std::string what = dew::str("the checkpoint of step ", step);
-    tensors.params = sharded_->whole(tensors.params, what);
-    tensors.optimizer = sharded_->whole(tensors.optimizer, what);
-    tensors.ema = sharded_->whole(tensors.ema, what);
-  }
   if (!leader()) return {};
   for (const auto& [name, t] : objective_.state()) tensors.objective[name] = t.detach().to(at::kCPU).contiguous();
   auto dir = save_checkpoint(run_dir_, state, tensors);
@@ -317,25 +325,21 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   largest_batch_size_ = config_.batch_size;
   if (checkpoint) {
     const auto& s = checkpoint->state();
-    if (sharded_) {  // this rank's rows of the whole tensors
-      const auto source = checkpoint->params().path().string();
-      const auto whole = Checkpoint::tensors(checkpoint->params());
+    if (sharded_) {  // this rank's rows, from however many processes wrote the checkpoint
+      const auto source = checkpoint->params().source();
+      const auto rows = sharded_->rows(checkpoint->params());
       at::NoGradGuard no_grad;
-      for (const auto& [name, rows] : sharded_->rows(whole)) {
-        auto it = params_.find(name);
-        if (it == params_.end()) continue;
-        if (rows.sizes() != it->second.sizes()) fail("'", source, "' tensor '", name, "' has another shape than the model's");
-        it->second.copy_(rows);
+      for (const auto& [name, shard] : params_) {
+        auto it = rows.find(name);
+        if (it == rows.end()) fail("'", source, "' has no tensor '", name, "'; the checkpoint is damaged");
+        shard.copy_(it->second);
       }
-      for (const auto& [name, p] : params_) {
-        if (!whole.count(name)) fail("'", source, "' has no tensor '", name, "'; the checkpoint is damaged");
-      }
-      optimizer_->load_state(sharded_->rows(Checkpoint::tensors(checkpoint->optimizer())), checkpoint->optimizer().path().string());
-      if (ema_->enabled()) ema_->load_state(sharded_->rows(Checkpoint::tensors(checkpoint->ema())), checkpoint->ema().path().string());
+      optimizer_->load_state(sharded_->rows(checkpoint->optimizer()), checkpoint->optimizer().source());
+      if (ema_->enabled()) ema_->load_state(sharded_->rows(checkpoint->ema()), checkpoint->ema().source());
     } else {
-      nn::load_parameters(module, checkpoint->params());
-      optimizer_->load_state(Checkpoint::tensors(checkpoint->optimizer()), checkpoint->optimizer().path().string());
-      if (ema_->enabled()) ema_->load_state(Checkpoint::tensors(checkpoint->ema()), checkpoint->ema().path().string());
+      nn::load_parameters(module, checkpoint->params().all(), checkpoint->params().source());
+      optimizer_->load_state(checkpoint->optimizer().all(), checkpoint->optimizer().source());
+      if (ema_->enabled()) ema_->load_state(checkpoint->ema().all(), checkpoint->ema().source());
     }
     {
       // Copies, not views of the mapped file: the objective keeps them past this checkpoint's lifetime.
