@@ -1,9 +1,14 @@
 // Decode speed of a GGUF decoder (SmolLM2-135M-Instruct by default) through dew::inference::generate:
-// load time (open + dequantize to float32), prompt (prefill) tokens/s and decode tokens/s, greedy, one
-// prompt. Prints one JSON line; bench/decode.sh runs it beside transformers (tools/bench/decode_peers.py)
-// on the same file and prints ratios.
+// load time, prompt (prefill) tokens/s and decode tokens/s, greedy, one prompt. Prints one JSON line;
+// bench/decode.sh runs it beside llama.cpp's llama-bench and transformers (tools/bench/decode_peers.py) on
+// the same file and prints ratios.
 //
 //   decode_bench --model FILE.gguf [--new-tokens 128] [--threads 2] [--rounds 3] [--prompt TEXT]
+//                [--dtype native|float32|bfloat16] [--kernels auto|scalar|avx2|avx512] [--dequantize-rows N]
+//
+// --dtype: how the weights are held (native: the GGUF's quantized blocks, the inference default);
+// --kernels forces an instruction set for the quantized kernels; --dequantize-rows sets the activation
+// rows from which a quantized matmul dequantizes tiles for at::mm (prefill) instead of the integer kernels.
 //
 // One round: generate(max_new_tokens = 1) (prefill + one token), then generate(max_new_tokens = N); the
 // decode rate is (N - 1) / (t_N - t_1), the prefill rate prompt_tokens / t_1. Medians over rounds, after
@@ -23,6 +28,7 @@
 #include "dew/core/error.h"
 #include "dew/inference/generate.h"
 #include "dew/interop/gguf_model.h"
+#include "dew/nn/quantized/quantized_weights.h"
 
 namespace {
 
@@ -35,7 +41,8 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 int main(int argc, char** argv) try {
   std::string model_path, prompt_text = "What is the capital of France?";
-  std::int64_t new_tokens = 128, threads = 2, rounds = 3;
+  std::int64_t new_tokens = 128, threads = 2, rounds = 3, dequantize_rows = 0;
+  std::string dtype = "native", kernels = "auto";
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     auto value = [&]() -> std::string {
@@ -47,13 +54,23 @@ int main(int argc, char** argv) try {
     else if (flag == "--threads") threads = std::stoll(value());
     else if (flag == "--rounds") rounds = std::stoll(value());
     else if (flag == "--prompt") prompt_text = value();
+    else if (flag == "--dtype") dtype = value();
+    else if (flag == "--kernels") kernels = value();
+    else if (flag == "--dequantize-rows") dequantize_rows = std::stoll(value());
     else dew::fail("decode_bench: unknown flag ", flag);
   }
   if (model_path.empty()) dew::fail("decode_bench: --model FILE.gguf is required (bash scripts/fetch_models.sh)");
   if (threads > 0) at::set_num_threads(static_cast<int>(threads));
 
+  if (kernels == "scalar") dew::nn::set_quant_kernels(dew::nn::QuantKernels::scalar);
+  else if (kernels == "avx2") dew::nn::set_quant_kernels(dew::nn::QuantKernels::avx2);
+  else if (kernels == "avx512") dew::nn::set_quant_kernels(dew::nn::QuantKernels::avx512);
+  else if (kernels != "auto") dew::fail("decode_bench: --kernels is '", kernels, "'; choose auto, scalar, avx2 or avx512");
+  if (dequantize_rows > 0) dew::nn::set_matmul_dequantize_rows(dequantize_rows);
+  const auto weights = dew::nn::parse_weight_format(dtype, "--dtype");
+
   auto start = Clock::now();
-  dew::interop::GgufModel m = dew::interop::load_gguf_model(model_path);
+  dew::interop::GgufModel m = dew::interop::load_gguf_model(model_path, weights);
   double load_s = seconds_since(start);
 
   std::vector<std::int32_t> prompt;
@@ -81,7 +98,10 @@ int main(int argc, char** argv) try {
     prefill.push_back(static_cast<double>(prompt.size()) / t1);
     decode.push_back(static_cast<double>(new_tokens - 1) / std::max(tn - t1, 1e-9));
   }
-  nlohmann::json line = {{"impl", "dew"},
+  nlohmann::json line = {{"impl", "dew " + dtype},
+                         {"dtype", dtype},
+                         {"kernels", dew::nn::quant_kernels_name(dew::nn::active_quant_kernels())},
+                         {"quantized_mib", static_cast<double>(dew::nn::quantized_bytes(*m.model)) / (1 << 20)},
                          {"model", model_path},
                          {"threads", at::get_num_threads()},
                          {"prompt_tokens", prompt.size()},

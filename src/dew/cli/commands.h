@@ -15,5 +15,6 @@ void add_export_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_launch_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace dew::cli

@@ -178,7 +178,7 @@ std::optional<std::int64_t> id_or_none(const std::optional<data::TokenId>& id) {
 void add_export_command(CLI::App& app) {
   auto flags = std::make_shared<ExportFlags>();
   auto* cmd = app.add_subcommand("export", "Write a model as a Hugging Face checkpoint directory or a GGUF file");
-  add_model_options(cmd, flags->model, /*with_device=*/false);
+  add_model_options(cmd, flags->model, /*with_device=*/false, /*with_dtype=*/false);  // export needs float weights
   cmd->add_option("dest", flags->dest, "output directory (hf) or file (gguf)")->required();
   cmd->add_option("--format", flags->format, "hf (default), gguf, or peft (a LoRA run's adapters alone)");
   cmd->add_option("--type", flags->type, "weights: hf float32|bfloat16|float16 (default: as stored); gguf f32|f16|q8_0 (default f16)");

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   dew::cli::add_probe_command(app);
   dew::cli::add_export_command(app);
   dew::cli::add_launch_command(app);
+  dew::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,16 +4,26 @@
 
 namespace dew::cli {
 
-void add_model_options(CLI::App* cmd, ModelFlags& flags, bool with_device) {
+void add_model_options(CLI::App* cmd, ModelFlags& flags, bool with_device, bool with_dtype) {
   cmd->add_option("model", flags.model, "run directory, Hugging Face checkpoint directory, or .gguf file")->required();
   cmd->add_option("--step", flags.step, "runs: checkpoint step to load (default: the newest)");
   cmd->add_flag("--live", flags.live, "runs: the live weights instead of the EMA copy");
   if (with_device) cmd->add_option("--device", flags.device, "cpu, cuda, cuda:N (default: a run's trainer.device, else cpu)");
+  if (with_dtype) {
+    flags.dtype = "native";
+    cmd->add_option("--dtype", flags.dtype,
+                    "weights in memory on the CPU: native (a GGUF's Q8_0/Q4_0/Q4_1/Q4_K/BF16 kept quantized; the default), "
+                    "float32, or bfloat16 (matrices as bf16)")
+        ->check(CLI::IsMember({"native", "float32", "bfloat16"}));
+  }
 }
 
 runs::LoadedModel load_model(const ModelFlags& flags) {
   use_available_threads();
-  return runs::load_model_source(flags.model, {.live = flags.live, .step = flags.step, .device = flags.device});
+  return runs::load_model_source(flags.model, {.live = flags.live,
+                                              .step = flags.step,
+                                              .device = flags.device,
+                                              .weights = nn::parse_weight_format(flags.dtype, "--dtype")});
 }
 
 void add_sampling_options(CLI::App* cmd, inference::Sampling& s) {

@@ -17,10 +17,13 @@ struct ModelFlags {
   std::string device;
   std::optional<std::int64_t> step;
   bool live = false;
+  // How the weight matrices are held (nn::WeightFormat). float32 unless the command registers --dtype,
+  // whose default is native (a GGUF's own quantized types).
+  std::string dtype = "float32";
 };
 
-// MODEL (positional), --step, --live and, when `with_device`, --device.
-void add_model_options(CLI::App* cmd, ModelFlags& flags, bool with_device = true);
+// MODEL (positional), --step, --live, when `with_device` --device, and when `with_dtype` --dtype.
+void add_model_options(CLI::App* cmd, ModelFlags& flags, bool with_device = true, bool with_dtype = true);
 // Uses the available cores, then opens the model (runs::load_model_source).
 runs::LoadedModel load_model(const ModelFlags& flags);
 

@@ -1,9 +1,9 @@
 #pragma once
-// Batched generation with a KV cache: prefill every prompt at once, then one token per row per step.
+// Batched generation: every prompt's continuations run to the end together, through the step engine
+// (inference/engine.h), which is the one decoding path of generate, `dew chat`, GRPO rollouts and serving.
 //
-// Prompts of different lengths share one batch: each is left-padded with segment 0 (which the cache's
-// slots record, so padding is invisible to attention) and its positions start at 0 at its first real
-// token, so a prompt gives the same continuation alone as in any batch (up to float rounding).
+// Each row is an engine request with its own cache row and its own random stream (seed + row), so a
+// prompt gives the same continuation alone as in any batch (up to float rounding of batched matmuls).
 #include <cstdint>
 #include <vector>
 

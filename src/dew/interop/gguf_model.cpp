@@ -67,14 +67,26 @@ nn::CausalTransformerConfig gguf_model_config(const formats::GgufFile& file, c10
   return config;
 }
 
-GgufModel load_gguf_model(const std::filesystem::path& path, c10::ScalarType dtype) {
+namespace {
+
+GgufModel load(const std::filesystem::path& path, c10::ScalarType dtype, bool keep_quantized) {
   formats::GgufFile file(path);
   GgufModel out;
   out.architecture = architecture_of(file);
   out.tokenizer = gguf_file_tokenizer(file);
   out.model = nn::CausalTransformer(gguf_model_config(file, dtype), nn::ParameterInit::none);
-  load_gguf_weights(*out.model, file, out.architecture);
+  load_gguf_weights(*out.model, file, out.architecture, keep_quantized);
   out.model->eval();
+  return out;
+}
+
+}  // namespace
+
+GgufModel load_gguf_model(const std::filesystem::path& path, c10::ScalarType dtype) { return load(path, dtype, false); }
+
+GgufModel load_gguf_model(const std::filesystem::path& path, nn::WeightFormat weights) {
+  GgufModel out = load(path, c10::ScalarType::Float, weights == nn::WeightFormat::native);
+  if (weights == nn::WeightFormat::bfloat16) nn::quantize_matrices(*out.model, formats::GgmlType::BF16);
   return out;
 }
 

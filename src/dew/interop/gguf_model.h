@@ -7,6 +7,9 @@
 //   qwen3   RMSNorm on each head's queries and keys
 // Any other architecture is refused naming general.architecture. Quantized tensors are dequantized
 // (formats/gguf.h) to `dtype`; the model computes in that dtype. The model comes back in eval mode on the CPU.
+// With WeightFormat::native (nn/quantized/quantized_weights.h) the matrices stored as Q8_0, Q4_0, Q4_1,
+// Q4_K or BF16 stay in their blocks (nn::QuantizedMatrix; the model computes in float32 and is for
+// inference only); with WeightFormat::bfloat16 every matrix is held as bf16.
 //
 // Configuration from metadata, ARCH = general.architecture:
 //   ARCH.embedding_length -> emb_features        ARCH.block_count -> num_layers
@@ -25,6 +28,7 @@
 #include "dew/data/tokenizers/pretrained_tokenizer.h"
 #include "dew/formats/gguf_file.h"
 #include "dew/nn/causal_transformer.h"
+#include "dew/nn/quantized/quantized_weights.h"
 
 namespace dew::interop {
 
@@ -35,6 +39,8 @@ struct GgufModel {
 };
 
 GgufModel load_gguf_model(const std::filesystem::path& file, c10::ScalarType dtype = c10::ScalarType::Float);
+// The weights held as `weights` says (float32: the overload above with float32).
+GgufModel load_gguf_model(const std::filesystem::path& file, nn::WeightFormat weights);
 
 // The pieces, for callers that hold an open file (and tests).
 // The CausalTransformer config the metadata describes, with dtype and param_dtype set to `dtype`.
@@ -46,8 +52,10 @@ data::PretrainedTokenizer gguf_file_tokenizer(const formats::GgufFile& file);
 std::string gguf_tensor_name(const std::string& parameter);
 // Copies every parameter of `model` from `file` (dequantized, Q/K order restored for llama). A tensor the
 // model needs that the file lacks, a shape that disagrees, or a tensor in the file that the model has no
-// place for: errors naming the file and the tensor.
+// place for: errors naming the file and the tensor. With `keep_quantized`, 2-d tensors of a type the
+// quantized kernels take are held as nn::QuantizedMatrix (their bytes copied as the file has them, Q/K
+// rows reordered) instead of being dequantized.
 void load_gguf_weights(nn::CausalTransformerImpl& model, const formats::GgufFile& file,
-                       const std::string& architecture);
+                       const std::string& architecture, bool keep_quantized = false);
 
 }  // namespace dew::interop

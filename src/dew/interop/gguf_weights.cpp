@@ -1,4 +1,5 @@
 // GGUF tensor names <-> CausalTransformer parameters, and the Q/K row order llama.cpp's converter changes.
+#include <cstring>
 #include <map>
 #include <regex>
 #include <set>
@@ -7,6 +8,7 @@
 #include "dew/formats/gguf.h"
 #include "dew/interop/gguf_model.h"
 #include "dew/nn/parameters.h"
+#include "dew/nn/quantized/quantized_weights.h"
 
 namespace dew::interop {
 namespace {
@@ -34,6 +36,12 @@ at::Tensor unpermute_rows(const at::Tensor& w, std::int64_t heads) {
   return w.reshape(view).transpose(1, 2).reshape(w.sizes()).contiguous();
 }
 
+// The same reordering as a row index, for matrices kept in their quantized blocks: row i of the result is
+// row index[i] of the file's matrix.
+at::Tensor unpermute_index(std::int64_t rows, std::int64_t heads) {
+  return at::arange(rows, at::kLong).reshape({heads, rows / heads / 2, 2}).transpose(1, 2).reshape({rows});
+}
+
 std::string shape_text(const std::vector<std::int64_t>& dims) {
   std::string out = "[";
   for (std::size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
@@ -55,15 +63,18 @@ std::string gguf_tensor_name(const std::string& parameter) {
   dew::fail("parameter '", parameter, "' has no GGUF tensor name (dew maps the Llama/Qwen decoder's parameters only)");
 }
 
-void load_gguf_weights(nn::CausalTransformerImpl& model, const formats::GgufFile& file, const std::string& architecture) {
+void load_gguf_weights(nn::CausalTransformerImpl& model, const formats::GgufFile& file, const std::string& architecture,
+                       bool keep_quantized) {
   at::NoGradGuard no_grad;
   const auto& config = model.config();
   std::set<std::string> wanted;
   std::vector<std::pair<std::string, at::Tensor>> targets;
+  std::map<std::string, std::string> parameter_of;  // GGUF name -> parameter name
   for (auto& [parameter, tensor] : nn::parameter_map(model)) {
     std::string name = gguf_tensor_name(parameter);
     wanted.insert(name);
     targets.emplace_back(name, tensor);
+    parameter_of[name] = parameter;
   }
   // Everything is checked before anything is dequantized: missing tensors and shapes first, then
   // tensors the model has no place for.
@@ -84,6 +95,20 @@ void load_gguf_weights(nn::CausalTransformerImpl& model, const formats::GgufFile
               config.num_layers, " layers (unexpected tensor)");
   }
   for (auto& [name, target] : targets) {
+    const formats::GgufTensorInfo& info = file.tensor(name);
+    if (keep_quantized && info.dims.size() == 2 && nn::has_quantized_kernel(info.type)) {
+      // Held as the file's blocks: copied (the file is closed after loading), rows reordered for llama's Q/K.
+      auto data = file.data(info);
+      auto bytes = at::empty({static_cast<std::int64_t>(data.size())}, at::kByte);
+      std::memcpy(bytes.data_ptr<std::uint8_t>(), data.data(), data.size());
+      nn::QuantizedMatrix matrix(info.type, info.dims[1], info.dims[0], bytes, name);
+      if (architecture == "llama") {
+        bool q = name.find(".attn_q.") != std::string::npos, k = name.find(".attn_k.") != std::string::npos;
+        if (q || k) matrix = matrix.select_rows(unpermute_index(matrix.rows(), q ? config.num_heads : config.resolved_kv_heads()));
+      }
+      nn::hold_quantized(model, parameter_of.at(name), std::make_shared<const nn::QuantizedMatrix>(std::move(matrix)));
+      continue;
+    }
     at::Tensor value = formats::gguf_tensor(file, name, target.scalar_type());
     nn::require_finite(value, file.name(), name);
     if (architecture == "llama") {

@@ -9,6 +9,7 @@
 #include "dew/nn/attention_mask.h"
 #include "dew/nn/dtype.h"
 #include "dew/nn/parameter_count.h"
+#include "dew/nn/quantized/quantized_matrix.h"
 
 namespace dew::nn {
 
@@ -76,6 +77,10 @@ const at::Tensor& CausalTransformerImpl::output_weight() const {
   return config_.tie_embeddings ? model->embed_tokens->weight : lm_head->weight;
 }
 
+const QuantizedMatrix* CausalTransformerImpl::output_quantized() const {
+  return config_.tie_embeddings ? model->embed_tokens->quantized.get() : lm_head->quantized.get();
+}
+
 void CausalTransformerImpl::init_parameters(std::uint64_t seed) {
   at::NoGradGuard no_grad;
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
@@ -112,16 +117,26 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
   auto B = in.ids.size(0), S = in.ids.size(1);
   auto device = in.ids.device();
   auto longs = at::TensorOptions().dtype(at::kLong).device(device);
-  std::int64_t first_slot = in.cache ? in.cache->length : 0;
-  if (in.cache && first_slot + S > in.cache->capacity()) {
+  const bool by_position = in.cache && in.cache->slots_by_position;
+  std::int64_t first_slot = in.cache && !by_position ? in.cache->length : 0;
+  if (in.cache && !by_position && first_slot + S > in.cache->capacity()) {
     dew::fail("the KV cache holds ", in.cache->capacity(), " tokens; ", first_slot, " are used and ", S, " more do not fit");
+  }
+  if (by_position) {
+    // The caller knows each row's length; the positions name the slots, so they are required.
+    if (!in.positions.defined()) dew::fail("a KV cache with slots by position needs the call's positions");
+    if (in.cache->span < 1 || in.cache->span > in.cache->capacity()) {
+      dew::fail("the KV cache holds ", in.cache->capacity(), " tokens per row; the call attends over ", in.cache->span);
+    }
   }
   auto positions = in.positions.defined() ? in.positions : (at::arange(S, longs) + first_slot).unsqueeze(0).expand({B, S});
   if (!in.cache && S > config_.max_seq_len) {
     dew::fail("the sequence has ", S, " tokens but the model's max_seq_len is ", config_.max_seq_len);
   }
 
-  auto x = at::embedding(model->embed_tokens->weight.to(compute_dtype_), in.ids);
+  const auto& table = model->embed_tokens;
+  auto x = table->quantized ? table->quantized->embedding(in.ids).to(compute_dtype_)
+                            : at::embedding(table->weight.to(compute_dtype_), in.ids);
   if (config_.embedding_scale != 1.0) x = x * config_.embedding_scale;
   // One set of rotary angles per distinct base: the model's (with its scaling), and any kind's own.
   std::map<double, RotaryAngles> angles_by_theta;
@@ -140,7 +155,17 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
   // no segments): full layers there attend by SDPA's causal flag, or to everything when the model is bidirectional.
   bool plain = !in.cache && !in.segment_ids.defined();
   MaskInputs mask_inputs;
-  if (in.cache) {
+  at::Tensor cache_slots;
+  if (by_position) {
+    auto& cache = *in.cache;
+    auto segments = in.segment_ids.defined() ? in.segment_ids : at::ones({B, S}, longs);
+    cache.positions.scatter_(1, positions, positions);
+    cache.segments.scatter_(1, positions, segments);
+    mask_inputs = {positions, segments, cache.positions.narrow(1, 0, cache.span), cache.segments.narrow(1, 0, cache.span),
+                   0, config_.causal};
+    mask_inputs.query_slots = positions;
+    cache_slots = positions.view({B, 1, S, 1}).expand({B, config_.resolved_kv_heads(), S, config_.resolved_head_dim()});
+  } else if (in.cache) {
     auto& cache = *in.cache;
     auto segments = in.segment_ids.defined() ? in.segment_ids : at::ones({B, S}, longs);
     cache.positions.narrow(1, first_slot, S).copy_(positions);
@@ -154,7 +179,7 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
   std::map<std::int64_t, at::Tensor> masks;
   for (std::int64_t i = 0; i < config_.num_layers; ++i) {
     auto window = config_.window_of_layer(i);
-    AttentionCall call{angles_for(i), {}, false, in.cache, i};
+    AttentionCall call{angles_for(i), {}, false, in.cache, i, cache_slots};
     if (plain && window == 0) {
       call.is_causal = config_.causal;
     } else {
@@ -180,7 +205,7 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
       x = block->forward(x, call);
     }
   }
-  if (in.cache) in.cache->length += S;
+  if (in.cache && !by_position) in.cache->length += S;
   return model->norm->forward(x);
 }
 
@@ -191,7 +216,8 @@ std::vector<std::shared_ptr<torch::nn::Module>> CausalTransformerImpl::stacked_l
 }
 
 at::Tensor CausalTransformerImpl::logits(const at::Tensor& hidden) const {
-  auto out = dense(hidden, output_weight()).to(at::kFloat);
+  const QuantizedMatrix* head = output_quantized();
+  auto out = head ? head->linear(hidden) : dense(hidden, output_weight()).to(at::kFloat);
   if (config_.final_logit_softcap > 0) {
     out = at::tanh(out / config_.final_logit_softcap) * config_.final_logit_softcap;
   }

@@ -20,10 +20,13 @@ struct DecoderInputs {
   KVCache* cache = nullptr;  // append this call's keys/values and attend over the whole cache
 };
 
+// The token table. For inference it may be held `quantized` (nn/quantized/; `weight` then an empty
+// placeholder): lookups dequantize the rows they read, and a tied output head multiplies with it.
 class EmbeddingImpl : public torch::nn::Module {
  public:
   EmbeddingImpl(std::int64_t vocab, std::int64_t features, c10::ScalarType param_dtype);
   at::Tensor weight;
+  std::shared_ptr<const QuantizedMatrix> quantized;
 };
 TORCH_MODULE(Embedding);
 
@@ -68,8 +71,11 @@ class CausalTransformerImpl : public torch::nn::Module, public LayerStack {
   // config.shift_logits (Dream) each position's predecessor's, position 0 keeping its own, as Dream's
   // sampler aligns them.
   at::Tensor token_prediction_states(const at::Tensor& hidden) const;
-  // The output projection's weight (the embedding matrix when tied).
+  // The output projection's weight (the embedding matrix when tied); an empty placeholder when that
+  // matrix is held quantized (output_quantized()).
   const at::Tensor& output_weight() const;
+  // The output projection's quantized matrix, or null when it is a float parameter.
+  const QuantizedMatrix* output_quantized() const;
 
   // Deterministic initialisation from a seed, independent of device: N(0, 0.02) for matrices (output
   // projections scaled by 1/sqrt(2 * num_layers)), ones for norms, zeros for biases.

@@ -16,4 +16,16 @@ KVCache KVCache::allocate(const CausalTransformerConfig& config, std::int64_t ba
   return cache;
 }
 
+KVCache KVCache::rows(std::int64_t first, std::int64_t count) const {
+  KVCache view;
+  for (const auto& k : keys) view.keys.push_back(k.narrow(0, first, count));
+  for (const auto& v : values) view.values.push_back(v.narrow(0, first, count));
+  view.positions = positions.narrow(0, first, count);
+  view.segments = segments.narrow(0, first, count);
+  view.length = length;
+  view.slots_by_position = slots_by_position;
+  view.span = span;
+  return view;
+}
+
 }  // namespace dew::nn

@@ -1,7 +1,14 @@
 #pragma once
-// Keys and values of earlier tokens, per layer, for prefill-then-decode generation. Slots are shared by
-// the rows of a batch; each slot also records the token's position and segment (0 = empty or padding),
-// which is what the attention mask is built from.
+// Keys and values of earlier tokens, per layer, for prefill-then-decode generation. Each slot also records
+// the token's position and segment (0 = empty or padding), which is what the attention mask is built from.
+//
+// Two ways to fill it:
+//   shared length (the default): every row of the batch appends at `length`, so the rows of one call
+//     share their slots (left padding keeps shorter prompts aligned);
+//   slots by position (the step engine, inference/engine.h): row b's slot j holds its token at position j.
+//     A call writes each token into the slot its position names, so rows of different lengths decode
+//     together, each at its own length, and attends over slots [0, span). Slots past a row's own length
+//     hold nothing it may see: causality (key slot <= query position) hides them.
 #include <ATen/ATen.h>
 
 #include <vector>
@@ -14,12 +21,18 @@ struct KVCache {
   std::vector<at::Tensor> keys, values;  // per layer [B, kv_heads, capacity, head_dim]
   at::Tensor positions;                  // [B, capacity] int64
   at::Tensor segments;                   // [B, capacity] int64
-  std::int64_t length = 0;               // slots filled
+  std::int64_t length = 0;               // slots filled (shared-length mode)
+
+  bool slots_by_position = false;        // the per-row mode above
+  std::int64_t span = 0;                 // per-row mode: 1 + the largest position of the next call, set by the caller
 
   std::int64_t capacity() const { return positions.defined() ? positions.size(1) : 0; }
 
   static KVCache allocate(const CausalTransformerConfig& config, std::int64_t batch, std::int64_t capacity,
                           c10::ScalarType dtype, c10::Device device);
+  // Rows [first, first + count) of this cache as a cache of their own: views that share its storage, so
+  // writes through the view land in this cache (the engine's decode batch and per-request prefill).
+  KVCache rows(std::int64_t first, std::int64_t count) const;
 };
 
 }  // namespace dew::nn

@@ -1,6 +1,8 @@
 #include "dew/nn/layers.h"
 
+#include "dew/core/error.h"
 #include "dew/nn/activations.h"
+#include "dew/nn/quantized/quantized_matrix.h"
 
 namespace dew::nn {
 
@@ -16,7 +18,18 @@ LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias, c10::S
 }
 
 at::Tensor LinearImpl::forward(const at::Tensor& x) const {
-  auto y = dense(x, weight, bias);
+  at::Tensor y;
+  if (quantized) {
+    if (is_training() || (x.requires_grad() && at::GradMode::is_enabled()))
+      dew::fail(quantized->name().empty() ? std::string("a linear layer") : "'" + quantized->name() + "'",
+                " holds quantized weights, which are for inference only; load the model with float weights "
+                "(--dtype float32) to train or differentiate it");
+    y = quantized->linear(x);
+    if (bias.defined()) y = y + bias.to(y.scalar_type());
+    y = y.to(x.scalar_type());
+  } else {
+    y = dense(x, weight, bias);
+  }
   if (!lora_A || !lora_active) return y;
   auto dropped = lora_dropout > 0.0 && is_training() ? at::dropout(x, lora_dropout, /*train=*/true) : x;
   return y + dense(dense(dropped, lora_A->weight), lora_B->weight) * lora_scale;

@@ -13,6 +13,8 @@
 
 namespace dew::nn {
 
+class QuantizedMatrix;  // nn/quantized/quantized_matrix.h
+
 // y = x W^T (+ b), with W (and b) cast to x's dtype.
 at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
 
@@ -23,11 +25,16 @@ at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor
 //   forward(x) = dense(x, weight, bias) + lora_scale * dense(dense(dropout(x), A), B)
 // with dropout only in training mode. Living inside Linear::forward, the adapter applies wherever the
 // projection is used: training, evaluation and the KV-cache decode path alike.
+//
+// For inference the weight may instead be held `quantized` (GGUF blocks or bf16, nn/quantized/): then
+// `weight` is an empty placeholder, forward multiplies with the quantized kernels in float32, and
+// forward refuses training mode or inputs that require gradients (quantized weights have no gradient).
 class LinearImpl : public torch::nn::Module {
  public:
   LinearImpl(std::int64_t in, std::int64_t out, bool bias, c10::ScalarType param_dtype);
   at::Tensor forward(const at::Tensor& x) const;
   at::Tensor weight, bias;
+  std::shared_ptr<const QuantizedMatrix> quantized;
   std::shared_ptr<LinearImpl> lora_A, lora_B;  // both or neither
   double lora_scale = 0.0, lora_dropout = 0.0;
   bool lora_active = true;  // false: the adapter is skipped (the base model's output; AdaptersOff in lora.h)

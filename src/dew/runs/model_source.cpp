@@ -46,9 +46,16 @@ LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& opti
     fail("--live and --step apply to run directories; '", path.string(), "' is a ", model_source_kind_name(out.kind),
          " checkpoint");
   }
+  const std::string device = options.device.empty() ? "cpu" : options.device;
+  // Quantized and bf16 matrices have CPU kernels only: elsewhere the weights are float32.
+  const nn::WeightFormat weights = nn::resolve_device(device, "--device").is_cpu() ? options.weights : nn::WeightFormat::float32;
   switch (out.kind) {
-    case ModelSourceKind::run:
-      return open_run(path)->load_decoder(options);  // whichever kind trained it
+    case ModelSourceKind::run: {
+      out = open_run(path)->load_decoder(options);  // whichever kind trained it
+      if (weights == nn::WeightFormat::bfloat16 && out.model->parameters().front().device().is_cpu())
+        nn::quantize_matrices(*out.model, formats::GgmlType::BF16);
+      return out;
+    }
     case ModelSourceKind::hugging_face: {
       auto hf = interop::load_hf_model(path);
       out.model = hf.model;
@@ -58,7 +65,7 @@ LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& opti
       break;
     }
     case ModelSourceKind::gguf: {
-      auto gguf = interop::load_gguf_model(path);
+      auto gguf = interop::load_gguf_model(path, weights);
       out.model = gguf.model;
       out.model_type = gguf.architecture;
       out.tokenizer = std::move(gguf.tokenizer);
@@ -66,7 +73,9 @@ LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& opti
       break;
     }
   }
-  out.model->to(nn::resolve_device(options.device.empty() ? "cpu" : options.device, "--device"));
+  if (out.kind == ModelSourceKind::hugging_face && weights == nn::WeightFormat::bfloat16)
+    nn::quantize_matrices(*out.model, formats::GgmlType::BF16);
+  out.model->to(nn::resolve_device(device, "--device"));
   out.model->eval();
   return out;
 }

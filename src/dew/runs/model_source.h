@@ -3,7 +3,8 @@
 //
 //   a run directory      (run.json: `dew train` output; the newest checkpoint, EMA weights unless live)
 //   a Hugging Face directory (config.json + model.safetensors or a sharded index, and its tokenizer files)
-//   a GGUF file          (*.gguf: weights dequantized, tokenizer and chat template from its metadata)
+//   a GGUF file          (*.gguf: weights dequantized, or kept quantized with weights = native;
+//                         tokenizer and chat template from its metadata)
 //
 // The model comes back on the requested device in eval mode, with the tokenizer it was trained with.
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "dew/data/tokenizers/pretrained_tokenizer.h"
 #include "dew/nn/causal_transformer.h"
+#include "dew/nn/quantized/quantized_weights.h"
 
 namespace dew::runs {
 
@@ -26,6 +28,10 @@ struct ModelLoadOptions {
   bool live = false;                  // runs: the trained parameters instead of the EMA copy
   std::optional<std::int64_t> step;   // runs: this checkpoint instead of the newest
   std::string device;                 // "" = the run's trainer.device, else cpu for checkpoints
+  // How the weight matrices are held. float32 (the default) is what training and export need; native
+  // keeps a GGUF's quantized blocks and bfloat16 stores matrices as bf16, both for CPU inference only
+  // (on another device they fall back to float32).
+  nn::WeightFormat weights = nn::WeightFormat::float32;
 };
 
 struct LoadedModel {
