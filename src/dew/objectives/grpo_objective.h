@@ -39,7 +39,9 @@ namespace dew::objectives {
 struct GrpoObjectiveConfig : GrpoConfig {
   std::string reward;      // built-in reward specs, comma-separated ("last_number,regex:^<think>")
   std::string reward_cmd;  // an external program scoring each rollout batch (command_reward.h); "" = none
-  std::int64_t loss_chunk_tokens = 1024;  // logits this many tokens at a time (bounds memory); 0 = all
+  // Logits this many tokens at a time (bounds memory; 0 = all). 256 as for DPO: a rollout batch is a few
+  // hundred tokens and one [chunk, vocab] block on top of the activations sets the peak.
+  std::int64_t loss_chunk_tokens = 256;
 
   template <class V>
   void fields(V& v) {

@@ -40,14 +40,19 @@ struct ChunkedTargetLogprobs : public torch::autograd::Function<ChunkedTargetLog
       auto n = std::min(chunk, N - start);
       auto h = hidden.narrow(0, start, n);
       auto t = targets.narrow(0, start, n).unsqueeze(1);
-      auto capped = capped_logits(h, weight, softcap);
-      auto logp = at::log_softmax(temperature == 1.0 ? capped : capped / temperature, -1);
-      out.narrow(0, start, n).copy_(logp.gather(1, t).squeeze(1));
+      // One [n, vocab] block, worked in place (logits -> z - lse -> -softmax -> the gradient rows' factor):
+      // it is the largest thing alive at this point, on top of the decoder's saved activations.
+      auto z = capped_logits(h, weight, softcap);  // a fresh tensor, so in-place is safe
+      at::Tensor through_cap;                      // d(cap * tanh(x / cap))/dx = 1 - (capped / cap)^2
+      if (rows_now && softcap > 0) through_cap = 1 - (z / softcap).pow(2);
+      if (temperature != 1.0) z.div_(temperature);
+      auto lse = at::logsumexp(z, -1, /*keepdim=*/true);
+      out.narrow(0, start, n).copy_((z.gather(1, t) - lse).squeeze(1));
       if (!rows_now) continue;
-      auto dz = logp.exp_().neg_();  // onehot(t) - softmax(z), then through the temperature and the cap
+      auto dz = z.sub_(lse).exp_().neg_();  // onehot(t) - softmax(z), then through the temperature and the cap
       dz.scatter_add_(1, t, at::ones({n, 1}, dz.options()));
       if (temperature != 1.0) dz.div_(temperature);
-      if (softcap > 0) dz.mul_(1 - (capped / softcap).pow(2));
+      if (softcap > 0) dz.mul_(through_cap);
       grad_rows.narrow(0, start, n).copy_(at::mm(dz.to(h.scalar_type()), w_compute));
     }
     if (rows_now) {
@@ -103,7 +108,11 @@ at::Tensor target_logprobs(const at::Tensor& hidden, const at::Tensor& output_we
   if (!(temperature > 0) || !std::isfinite(temperature)) {
     dew::fail("log-probabilities need a finite positive temperature, got ", temperature);
   }
-  if (chunk_tokens <= 0 || chunk_tokens >= hidden.size(0)) {
+  // The chunked function also serves when one chunk holds every token: with a frozen projection it keeps
+  // the [N, E] gradient rows for backward instead of autograd's [N, vocab] log-softmax (DPO's 8 rows of
+  // ~53 tokens: 83 MB a copy for SmolLM2's 49,152-word vocabulary), and without gradients (reference
+  // passes) it frees the logits before returning.
+  if (chunk_tokens <= 0) {
     auto z = capped_logits(hidden, output_weight, softcap);
     return logprobs_of(temperature == 1.0 ? z : z / temperature, targets);
   }

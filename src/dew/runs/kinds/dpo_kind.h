@@ -31,7 +31,9 @@ struct DpoDataConfig {
 struct DpoRunConfig : DecoderSections {
   DpoDataConfig data;
   objectives::DpoConfig dpo;
-  std::int64_t loss_chunk_tokens = 1024;
+  // 256, not the LM's 1024: a DPO batch is a few hundred tokens, and one [256, vocab] fp32 block (50 MB for
+  // SmolLM2) on top of the activations is what sets the peak (docs/benchmarks.md, post-training memory).
+  std::int64_t loss_chunk_tokens = 256;
 
   DpoRunConfig() {
     use_post_training_defaults(1e-6);  // TRL's DPO learning rate
