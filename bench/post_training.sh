@@ -11,6 +11,8 @@
 #   ROUNDS      rounds of (dew, trl) per bench (default 2)
 #   THREADS     intra-op threads for TRL (default: all cores); dew uses every available core (it has no flag)
 #   SFT_STEPS, DPO_STEPS, GRPO_STEPS   "WARMUP MEASURED" steps per run (defaults "2 6", "3 8", "1 4")
+#   PRECISION   fp32 (default) or bf16: bf16 compute with fp32 parameters on both sides (dew model.dtype=bfloat16,
+#               TRL bf16=True, which on the CPU is torch.autocast("cpu", torch.bfloat16))
 #   QUIET_WAIT  seconds to wait for the machine to be < 10% busy before each run (default 60)
 #   DEW         the dew binary (default build/bin/dew; built with ninja when missing and build/ is a Ninja dir)
 #   MODEL       the GGUF (default ~/.cache/dew/models/SmolLM2-135M-Instruct.Q4_1.gguf: scripts/fetch_models.sh)
@@ -59,7 +61,7 @@ run_one() {  # impl bench round
   busy=$(wait_quiet "${QUIET_WAIT:-60}")
   local load=$(cut -d' ' -f1 /proc/loadavg)
   if ! line=$("$PY" $PEERS "$impl" "$bench" --bin "$DEW" --model "$work/hf" --data "$work/data" \
-              --warmup "${steps[0]}" --steps "${steps[1]}" --threads "$THREADS" 2>"$work/$impl-$bench.log" | tail -n1); then
+              --warmup "${steps[0]}" --steps "${steps[1]}" --threads "$THREADS" --precision "${PRECISION:-fp32}" 2>"$work/$impl-$bench.log" | tail -n1); then
     echo "$impl $bench: the run failed; last lines of its log:"; tail -n 8 "$work/$impl-$bench.log"; return 0
   fi
   echo "$line" | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read()); r.update(round=int(sys.argv[1]), busy_before=int(sys.argv[2]), load_before=float(sys.argv[3])); r.pop("steps_s", None); print(json.dumps(r))' \
@@ -74,7 +76,7 @@ done
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 echo
-echo "SmolLM2-135M-Instruct (fp32 HF export of $(basename "$MODEL")), LoRA r16 a32 on q,k,v,o,gate,up,down; CPU $cpu," \
+echo "SmolLM2-135M-Instruct (fp32 HF export of $(basename "$MODEL")), ${PRECISION:-fp32} compute, LoRA r16 a32 on q,k,v,o,gate,up,down; CPU $cpu," \
      "$(nproc) cores, TRL threads $THREADS, dew threads = all; $(date -u +%F)"
 "$PY" -c 'import torch, transformers, trl, peft; print(f"torch {torch.__version__}, transformers {transformers.__version__}, trl {trl.__version__}, peft {peft.__version__}")'
 "$DEW" version | sed -n 1,3p

@@ -99,7 +99,9 @@ def run_dew(a) -> dict:
             "trainer.steps": total, "trainer.log_every": 1, "trainer.checkpoint_every": 0,
             "trainer.peak_flops": 1,  # skip the start-up matmul probe (MFU is not used here)
             "data.val_fraction": 0, "optim.schedule": "constant", "optim.learning_rate": 1e-4,
-            "optim.weight_decay": 0, "optim.grad_clip_norm": 1.0, "trainer.device": "cpu"}
+            "optim.weight_decay": 0, "optim.grad_clip_norm": 1.0, "trainer.device": "cpu",
+            # bf16: compute in bfloat16 with fp32 parameters (LoRA's adapters and AdamW state stay fp32)
+            "model.dtype": "bfloat16" if a.precision == "bf16" else "float32"}
     extra = []
     if a.kind == "sft":
         data = os.path.join(a.data, "chat.jsonl")
@@ -182,7 +184,8 @@ def run_trl(a) -> dict:
     lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=LORA_MODULES, task_type="CAUSAL_LM")
     common = dict(output_dir=tempfile.mkdtemp(prefix="trl-post-"), max_steps=total, logging_steps=1,
                   save_strategy="no", report_to=[], learning_rate=1e-4, lr_scheduler_type="constant",
-                  weight_decay=0.0, max_grad_norm=1.0, optim="adamw_torch", use_cpu=True, bf16=False, fp16=False,
+                  weight_decay=0.0, max_grad_norm=1.0, optim="adamw_torch", use_cpu=True, fp16=False,
+                  bf16=a.precision == "bf16",  # on the CPU: torch.autocast("cpu", torch.bfloat16) via accelerate
                   dataloader_num_workers=0, seed=0, disable_tqdm=True)
     clock = StepClock()
     if a.kind == "sft":
@@ -293,10 +296,13 @@ def main(argv) -> int:
     p.add_argument("--seq", type=int, default=256, help="sft row length; dpo max length")
     p.add_argument("--group", type=int, default=4)
     p.add_argument("--new-tokens", type=int, default=32)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="fp32 on both sides, or bf16 compute with fp32 parameters (dew model.dtype, TRL bf16=True)")
     a = p.parse_args(argv)
     a.batch = a.batch or {"sft": 8, "dpo": 4, "grpo": 4}[a.kind]
     out = run_dew(a) if a.impl == "dew" else run_trl(a)
-    out.update({"batch": a.batch, "seq": a.seq, "group": a.group, "new_tokens": a.new_tokens, "warmup": a.warmup})
+    out.update({"batch": a.batch, "seq": a.seq, "group": a.group, "new_tokens": a.new_tokens, "warmup": a.warmup,
+                "precision": a.precision})
     print(json.dumps(out))
     return 0
 

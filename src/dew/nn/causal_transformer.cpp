@@ -23,7 +23,8 @@ RMSNorm make_norm(const CausalTransformerConfig& config, c10::ScalarType param_d
 }
 }  // namespace
 
-DecoderBlockImpl::DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) {
+DecoderBlockImpl::DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype)
+    : compute_dtype_(parse_dtype(config.dtype)) {
   input_layernorm = register_module("input_layernorm", make_norm(config, param_dtype));
   self_attn = register_module("self_attn", Attention(config, param_dtype));
   post_attention_layernorm = register_module("post_attention_layernorm", make_norm(config, param_dtype));
@@ -35,12 +36,15 @@ DecoderBlockImpl::DecoderBlockImpl(const CausalTransformerConfig& config, c10::S
 }
 
 at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const AttentionCall& call) {
+  // The norms compute in float32 and return the residual's dtype; a sublayer's input is cast to the compute
+  // dtype (a no-op when the two agree), and `x + sublayer(...)` sums in the wider of the two.
+  auto in = [&](RMSNorm& norm, const at::Tensor& t) { return norm->forward(t).to(compute_dtype_); };
   if (pre_feedforward_layernorm) {  // Gemma 2/3: each sublayer's output is normed before its residual add
-    auto h = x + post_attention_layernorm->forward(self_attn->forward(input_layernorm->forward(x), call));
-    return h + post_feedforward_layernorm->forward(mlp->forward(pre_feedforward_layernorm->forward(h)));
+    auto h = x + post_attention_layernorm->forward(self_attn->forward(in(input_layernorm, x), call));
+    return h + post_feedforward_layernorm->forward(mlp->forward(in(pre_feedforward_layernorm, h)));
   }
-  auto h = x + self_attn->forward(input_layernorm->forward(x), call);
-  return h + mlp->forward(post_attention_layernorm->forward(h));
+  auto h = x + self_attn->forward(in(input_layernorm, x), call);
+  return h + mlp->forward(in(post_attention_layernorm, h));
 }
 
 DecoderStackImpl::DecoderStackImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) {
@@ -55,6 +59,7 @@ CausalTransformerImpl::CausalTransformerImpl(CausalTransformerConfig config, Par
   config_.validate();
   compute_dtype_ = parse_dtype(config_.dtype);
   param_dtype_ = parse_dtype(config_.param_dtype);
+  residual_dtype_ = parse_dtype(config_.residual_dtype);
   try {
     model = register_module("model", DecoderStack(config_, param_dtype_));
     if (!config_.tie_embeddings) {
@@ -135,8 +140,11 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
   }
 
   const auto& table = model->embed_tokens;
-  auto x = table->quantized ? table->quantized->embedding(in.ids).to(compute_dtype_)
-                            : at::embedding(table->weight.to(compute_dtype_), in.ids);
+  // Rows gathered, then cast to the residual stream's dtype (the same values as casting the table first,
+  // without a cast of all of it). A float32 stream starts from the stored values, as under autocast, where
+  // the embedding lookup is not a bfloat16 op.
+  auto x = table->quantized ? table->quantized->embedding(in.ids).to(residual_dtype_)
+                            : at::embedding(table->weight, in.ids).to(residual_dtype_);
   if (config_.embedding_scale != 1.0) x = x * config_.embedding_scale;
   // One set of rotary angles per distinct base: the model's (with its scaling), and any kind's own.
   std::map<double, RotaryAngles> angles_by_theta;
@@ -206,7 +214,7 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
     }
   }
   if (in.cache && !by_position) in.cache->length += S;
-  return model->norm->forward(x);
+  return model->norm->forward(x).to(compute_dtype_);
 }
 
 std::vector<std::shared_ptr<torch::nn::Module>> CausalTransformerImpl::stacked_layers() {

@@ -33,11 +33,16 @@ TORCH_MODULE(Embedding);
 class DecoderBlockImpl : public torch::nn::Module {
  public:
   DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype);
+  // x [B, S, E] in the residual dtype; the sublayers compute in the compute dtype and their outputs are
+  // added to x in x's dtype.
   at::Tensor forward(const at::Tensor& x, const AttentionCall& call);
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   RMSNorm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  // sandwich_norms only
   Attention self_attn{nullptr};
   Mlp mlp{nullptr};
+
+ private:
+  c10::ScalarType compute_dtype_;
 };
 TORCH_MODULE(DecoderBlock);
 
@@ -95,7 +100,7 @@ class CausalTransformerImpl : public torch::nn::Module, public LayerStack {
  private:
   LayerRunner runner_;
   CausalTransformerConfig config_;
-  c10::ScalarType compute_dtype_, param_dtype_;
+  c10::ScalarType compute_dtype_, param_dtype_, residual_dtype_;
 };
 TORCH_MODULE(CausalTransformer);
 

@@ -74,9 +74,10 @@ void CausalTransformerConfig::validate() const {
     if (kind.window < 0) dew::fail("model.kinds.", name, ".window must be >= 0, got ", kind.window);
     finite_non_negative(kind.rope_theta, "kinds." + name + ".rope_theta");
   }
-  for (const auto* field : {&dtype, &param_dtype}) {
+  for (const auto* field : {&dtype, &param_dtype, &residual_dtype}) {
     if (*field != "float32" && *field != "bfloat16" && *field != "float16") {
-      dew::fail("model.", field == &dtype ? "dtype" : "param_dtype", " is '", *field, "'; use float32, bfloat16 or float16");
+      dew::fail("model.", field == &dtype ? "dtype" : field == &param_dtype ? "param_dtype" : "residual_dtype", " is '",
+                *field, "'; use float32, bfloat16 or float16");
     }
   }
   finite_positive(rope_theta, "rope_theta");

@@ -74,6 +74,11 @@ struct CausalTransformerConfig {
   bool shift_logits = false;        // masked diffusion: position i's logits predict token i + 1 (Dream)
   std::string dtype = "float32";        // compute: float32 | bfloat16 | float16
   std::string param_dtype = "float32";  // storage of the parameters
+  // The residual stream between blocks. float32 with a bfloat16 `dtype` is mixed precision as
+  // torch.autocast does it: matmuls and attention in bfloat16, the sums of the blocks' outputs in float32,
+  // so the small updates a block (or a LoRA adapter) adds are not rounded away. Equal to dtype = the
+  // stream in the compute dtype (a bfloat16 model run as Hugging Face runs it without autocast).
+  std::string residual_dtype = "float32";
 
   template <class V>
   void fields(V& v) {
@@ -109,6 +114,8 @@ struct CausalTransformerConfig {
       "masked-diffusion models: the logits at position i predict token i + 1, as in Dream (kept from its autoregressive parent)");
     v("dtype", dtype, "compute dtype: float32, bfloat16 or float16");
     v("param_dtype", param_dtype, "parameter storage dtype");
+    v("residual_dtype", residual_dtype,
+      "dtype of the residual stream between blocks: float32 keeps bfloat16/float16 compute as mixed precision");
   }
 
   std::int64_t resolved_kv_heads() const { return num_kv_heads > 0 ? num_kv_heads : num_heads; }

@@ -88,14 +88,15 @@ void adopt_model_config(DecoderSections& s, const LoadedModel& init, const nn::C
   nn::CausalTransformerConfig model = init.model->config();
   const config::Json asked = config::to_json(s.model), defaults = config::to_json(unset), adopted = config::to_json(model);
   for (const auto& [field, value] : asked.items()) {
-    if (field == "dtype" || field == "param_dtype") continue;
+    if (field == "dtype" || field == "param_dtype" || field == "residual_dtype") continue;
     if (value == defaults[field] || value == adopted[field]) continue;
     fail("model.", field, " = ", value.dump(), " was asked for, but init.from '", s.init.from, "' has ",
          adopted[field].dump(), " and a fine-tuning run takes the whole architecture from the model it starts from "
-         "(only model.dtype and model.param_dtype are the run's); drop the setting (nothing was written)");
+         "(only model.dtype, model.param_dtype and model.residual_dtype are the run's); drop the setting (nothing was written)");
   }
   model.dtype = s.model.dtype;
   model.param_dtype = s.model.param_dtype;
+  model.residual_dtype = s.model.residual_dtype;
   s.model = model;
   s.init.model_type = init.model_type;
 }
