@@ -4,9 +4,10 @@
 #  - CPU (OFF, or AUTO without a usable GPU): the CPU libraries (libtorch_cpu, libc10) that
 #    scripts/setup.sh unpacks from the pinned PyPI wheel into DEW_LIBTORCH. Linking only these keeps the
 #    binary free of the CUDA libraries that the wheel's GPU half would pull in.
-#  - CUDA (ON, or AUTO where `python3 -c "import torch"` reports a CUDA build and nvidia-smi sees a GPU):
-#    LibTorch's own TorchConfig.cmake from that Python installation (or DEW_LIBTORCH if it has one), which
-#    brings libtorch_cuda, c10_cuda and the CUDA toolkit.
+#  - CUDA (ON, or AUTO where nvidia-smi sees a GPU and a CUDA LibTorch is at hand): cmake/DewTorchCuda.cmake,
+#    which adds libtorch_cuda and c10_cuda from DEW_LIBTORCH_CUDA (scripts/setup_cuda.sh unpacks it from the
+#    same wheel) or python3's torch, and the CUDA toolkit's headers. It needs no GPU: CI builds it
+#    (scripts/cuda_build.sh) on machines without one.
 
 set(DEW_TORCH_VERSION "2.11.0")
 if(DEFINED ENV{DEW_CACHE})
@@ -15,7 +16,15 @@ else()
   set(_dew_cache "$ENV{HOME}/.cache/dew")
 endif()
 set(DEW_LIBTORCH "${_dew_cache}/libtorch-${DEW_TORCH_VERSION}" CACHE PATH "LibTorch unpacked by scripts/setup.sh")
+set(DEW_LIBTORCH_CUDA "${_dew_cache}/libtorch-${DEW_TORCH_VERSION}-cuda" CACHE PATH
+    "LibTorch with CUDA: unpacked by scripts/setup_cuda.sh, or a pip-installed torch/ directory")
 set(DEW_CUDA "AUTO" CACHE STRING "Build with CUDA: AUTO, ON or OFF")
+set_property(CACHE DEW_CUDA PROPERTY STRINGS AUTO ON OFF)
+if(NOT DEW_CUDA MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "DEW_CUDA must be AUTO, ON or OFF, got '${DEW_CUDA}'")
+endif()
+
+include(${CMAKE_CURRENT_LIST_DIR}/DewTorchCuda.cmake)
 
 set(_dew_use_cuda OFF)
 if(DEW_CUDA STREQUAL "ON")
@@ -23,44 +32,31 @@ if(DEW_CUDA STREQUAL "ON")
 elseif(DEW_CUDA STREQUAL "AUTO")
   execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE _smi_rc OUTPUT_QUIET ERROR_QUIET)
   if(_smi_rc EQUAL 0)
-    execute_process(COMMAND python3 -c "import torch; assert torch.version.cuda; print(torch.utils.cmake_prefix_path)"
-                    RESULT_VARIABLE _py_rc OUTPUT_VARIABLE _py_prefix OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-    if(_py_rc EQUAL 0)
+    dew_find_cuda_libtorch(_auto_root)
+    if(_auto_root)
       set(_dew_use_cuda ON)
     endif()
   endif()
 endif()
 
+add_library(dew_torch INTERFACE)
 if(_dew_use_cuda)
-  if(NOT _py_prefix)
-    execute_process(COMMAND python3 -c "import torch; print(torch.utils.cmake_prefix_path)"
-                    OUTPUT_VARIABLE _py_prefix OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  endif()
-  list(APPEND CMAKE_PREFIX_PATH "${_py_prefix}")
-  find_package(Torch REQUIRED CONFIG)
-  add_library(dew_torch INTERFACE)
-  target_link_libraries(dew_torch INTERFACE ${TORCH_LIBRARIES})
-  target_compile_definitions(dew_torch INTERFACE DEW_WITH_CUDA=1)
-  # Keep libtorch_cuda linked even though nothing names its symbols: it registers the CUDA backend.
-  target_link_options(dew_torch INTERFACE "-Wl,--no-as-needed")
-  list(GET TORCH_LIBRARIES 0 _first)
-  get_filename_component(DEW_TORCH_LIBDIR "${TORCH_INSTALL_PREFIX}/lib" ABSOLUTE)
-  message(STATUS "dew: LibTorch with CUDA from ${TORCH_INSTALL_PREFIX}")
+  dew_use_cuda_libtorch(dew_torch)  # sets DEW_TORCH_RPATH
 else()
   if(NOT EXISTS "${DEW_LIBTORCH}/lib/libtorch_cpu.so")
     message(FATAL_ERROR "LibTorch not found in ${DEW_LIBTORCH} (DEW_LIBTORCH). Run scripts/setup.sh first, "
                         "or pass -DDEW_LIBTORCH=<dir with include/ and lib/libtorch_cpu.so>.")
   endif()
-  set(DEW_TORCH_LIBDIR "${DEW_LIBTORCH}/lib")
-  add_library(dew_torch INTERFACE)
+  set(_libdir "${DEW_LIBTORCH}/lib")
   target_include_directories(dew_torch SYSTEM INTERFACE "${DEW_LIBTORCH}/include"
                                                         "${DEW_LIBTORCH}/include/torch/csrc/api/include")
-  target_link_libraries(dew_torch INTERFACE "${DEW_TORCH_LIBDIR}/libtorch_cpu.so" "${DEW_TORCH_LIBDIR}/libc10.so")
+  target_link_libraries(dew_torch INTERFACE "${_libdir}/libtorch_cpu.so" "${_libdir}/libc10.so")
   # libtorch_cpu needs libcudart/libcupti at load time; setup.sh places them beside it.
-  target_link_options(dew_torch INTERFACE "-Wl,-rpath-link,${DEW_TORCH_LIBDIR}")
+  target_link_options(dew_torch INTERFACE "-Wl,-rpath-link,${_libdir}")
   target_compile_definitions(dew_torch INTERFACE _GLIBCXX_USE_CXX11_ABI=1)
+  set(DEW_TORCH_RPATH "${_libdir}")
   message(STATUS "dew: LibTorch (CPU) from ${DEW_LIBTORCH}")
 endif()
 add_library(dew::torch ALIAS dew_torch)
-set(CMAKE_BUILD_RPATH "${DEW_TORCH_LIBDIR}")
-set(CMAKE_INSTALL_RPATH "${DEW_TORCH_LIBDIR}")
+set(CMAKE_BUILD_RPATH "${DEW_TORCH_RPATH}")
+set(CMAKE_INSTALL_RPATH "${DEW_TORCH_RPATH}")

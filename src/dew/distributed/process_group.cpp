@@ -8,9 +8,11 @@
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-// NCCL for CUDA tensors, where the LibTorch built against defines USE_C10D_NCCL (the CUDA wheel's
-// TorchConfig does; nccl.h comes with its nvidia-nccl wheel). Not compiled in the CPU build.
+// NCCL for CUDA tensors, in the CUDA build: cmake/DewTorchCuda.cmake defines USE_C10D_NCCL (libtorch_cuda
+// is built with NCCL; the macro opens the header) and finds nccl.h (the toolkit's or the NCCL wheel's).
+// Not compiled in the CPU build.
 #if defined(DEW_WITH_CUDA) && defined(USE_C10D_NCCL)
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #define DEW_WITH_NCCL 1
 #endif
@@ -132,6 +134,15 @@ ProcessGroup::~ProcessGroup() {
   }
   state_->stop_signal.notify_all();
   if (state_->heartbeat.joinable()) state_->heartbeat.join();
+  // The backend's normal end, as destroy_process_group does it ("Destroy (shutdown) this backend -- normal
+  // exit", ProcessGroupNCCL.hpp): NCCL's communicators end here rather than in a destructor at some later
+  // point. Gloo's shutdown does nothing.
+  if (state_->backend) {
+    try {
+      state_->backend->shutdown();
+    } catch (const std::exception&) {
+    }
+  }
 }
 
 std::unique_ptr<ProcessGroup> ProcessGroup::join(const ProcessPlace& place, c10::Device device, std::chrono::milliseconds timeout) {
@@ -157,10 +168,19 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const ProcessPlace& place, c10:
   if (device.is_cuda()) {
 #ifdef DEW_WITH_NCCL
     try {
+      const c10::Device gpu(c10::kCUDA, device.has_index() ? device.index() : c10::cuda::current_device());
+      state->device = gpu;
+      // This process's GPU becomes the current one (torch.cuda.set_device(local_rank) in a PyTorch job), so
+      // CUDA calls that name no device (NCCL's set-up, LibTorch's current stream) open no context on GPU 0.
+      c10::cuda::set_device(gpu.index());
       auto options = c10d::ProcessGroupNCCL::Options::create();
-      options->timeout = timeout;
-      state->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(state->store, static_cast<int>(place.rank),
-                                                                   static_cast<int>(place.world), options);
+      options->timeout = timeout;  // the watchdog's limit for each collective
+      auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(state->store, static_cast<int>(place.rank),
+                                                              static_cast<int>(place.world), options);
+      // As init_process_group(device_id=...): a barrier, the only collective without a tensor to say where
+      // it runs, uses this GPU instead of guessing one from the rank.
+      nccl->setBoundDeviceId(gpu);
+      state->backend = nccl;
     } catch (const std::exception& e) {
       fail(place.describe(), ": the NCCL backend could not connect the ", place.world, " processes through the store at ",
            where, " (", first_line(e.what()), ")");
@@ -241,6 +261,9 @@ void ProcessGroup::report_failure(const std::string& message) noexcept {
     store->set(failure_key(state_->place.rank), bytes_of(message));
     // Closing this rank's connections ends the others' waits at once (rather than at the timeout); they
     // then read the message from the store. Rank 0 serves the store, so it stays a moment for them to read.
+    // abort() first ("similar to ncclCommAbort"): NCCL's communicators end without waiting for the peers;
+    // Gloo's abort does nothing.
+    if (state_->backend) state_->backend->abort();
     state_->backend.reset();
     if (state_->place.rank == 0) {
       const auto deadline = std::chrono::steady_clock::now() + 5s;
