@@ -101,12 +101,49 @@ TEST(FusedActivations, SiluMatchesTheExactFunctionAndItsDerivative) {
   expect_gradients(leaf.grad() / w, want, x);
 }
 
+// Gated units y = act(g) u: the activation's bounds above, plus one rounding for the product with u (and,
+// in the backward, one more for each further product: dy u act'(g) and dy g s).
+void expect_gated(at::Tensor (*fused)(const at::Tensor&, const at::Tensor&), Exact (*exact)(const at::Tensor&)) {
+  const auto g = inputs();
+  const auto u = at::randn_like(g) * 2;
+  const auto dy = at::randn_like(g);
+  const auto want = exact(g);
+  const auto u64 = u.to(at::kDouble), dy64 = dy.to(at::kDouble), g64 = g.to(at::kDouble);
+  const auto z = want.z.abs().clamp_max(88);
+  const auto s = at::sigmoid(want.z);
+
+  auto y = fused(g, u);
+  const auto y_bound = ((9 + 4 * z) * kUlp * want.y.abs() + 2 * kSigmoidFloor * g64.abs()) * u64.abs() + 1e-300;
+  EXPECT_LE(((y.to(at::kDouble) - want.y * u64).abs() / y_bound).max().item<double>(), 1.0);
+
+  auto gl = g.clone().requires_grad_(true), ul = u.clone().requires_grad_(true);
+  fused(gl, ul).backward(dy);
+  // du = dy act(g): act's value bound and one more rounding.
+  const auto du_bound = ((10 + 4 * z) * kUlp * want.y.abs() + 2 * kSigmoidFloor * g64.abs()) * dy64.abs() + 1e-300;
+  EXPECT_LE(((ul.grad().to(at::kDouble) - dy64 * want.y).abs() / du_bound).max().item<double>(), 1.0);
+  // dg = dy u act'(g): act's gradient bound (as expect_gradients) and two more roundings.
+  const auto scale = s + (g64 * s * (1 - s)).abs() * (1 + want.z.abs()) * want.dzdx.abs();
+  const auto dg_bound = ((18 + 8 * z) * kUlp * scale + 2 * kSigmoidFloor * (1 + g64.abs() * (1 + want.dzdx.abs()))) * (dy64 * u64).abs() + 1e-300;
+  EXPECT_LE(((gl.grad().to(at::kDouble) - dy64 * u64 * want.dydx).abs() / dg_bound).max().item<double>(), 1.0);
+}
+
+TEST(FusedActivations, SwiGluAndGeGluMatchTheExactUnitsAndTheirGradients) {
+  expect_gated(dew::nn::swiglu, exact_silu);
+  expect_gated(dew::nn::geglu, exact_gelu);
+  // Only one input requiring a gradient: the other's is not computed, and the wiring still holds.
+  const auto g = at::randn({3, 5}, at::make_generator<at::CPUGeneratorImpl>(3));
+  auto u = at::randn({3, 5}, at::make_generator<at::CPUGeneratorImpl>(4)).requires_grad_(true);
+  dew::nn::swiglu(g, u).sum().backward();
+  EXPECT_TRUE(at::allclose(u.grad(), dew::nn::silu(g), 4 * kUlp, 0));  // the same kernels, compiled apart
+}
+
 TEST(FusedActivations, OtherDtypesUseLibTorchsKernels) {
   const auto x = at::randn({64}, at::make_generator<at::CPUGeneratorImpl>(2)).to(at::kDouble);
   EXPECT_TRUE(at::equal(dew::nn::gelu_tanh(x), at::gelu(x, "tanh")));
   EXPECT_TRUE(at::equal(dew::nn::silu(x), at::silu(x)));
   const auto b = x.to(at::kBFloat16);
   EXPECT_TRUE(at::equal(dew::nn::silu(b), at::silu(b)));
+  EXPECT_TRUE(at::equal(dew::nn::swiglu(b, b), at::silu(b) * b));
 }
 
 }  // namespace

@@ -70,6 +70,38 @@ DEW_CLONES void silu_backward(const float* __restrict x, const float* __restrict
   }
 }
 
+// Gated units y = act(g) u (SwiGLU, GeGLU) in one pass, and their backward in one pass:
+//   dg = dy u act'(g),  du = dy act(g).
+DEW_CLONES void swiglu_forward(const float* __restrict g, const float* __restrict u, float* __restrict y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = g[i] * sigmoid(g[i]) * u[i];
+}
+
+DEW_CLONES void swiglu_backward(const float* __restrict g, const float* __restrict u, const float* __restrict dy,
+                                float* __restrict dg, float* __restrict du, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float s = sigmoid(g[i]);
+    du[i] = dy[i] * (g[i] * s);
+    dg[i] = dy[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+  }
+}
+
+DEW_CLONES void geglu_forward(const float* __restrict g, const float* __restrict u, float* __restrict y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = g[i];
+    y[i] = v * sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v)) * u[i];
+  }
+}
+
+DEW_CLONES void geglu_backward(const float* __restrict g, const float* __restrict u, const float* __restrict dy,
+                               float* __restrict dg, float* __restrict du, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = g[i];
+    const float s = sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v));
+    du[i] = dy[i] * (v * s);
+    dg[i] = dy[i] * u[i] * (s + v * s * (1.0f - s) * 2.0f * kGeluC * (1.0f + 3.0f * kGeluA * v * v));
+  }
+}
+
 #undef DEW_CLONES
 
 constexpr std::int64_t kGrain = 1 << 14;  // elements per task: ~10 us of work, well above the fork cost
@@ -116,6 +148,56 @@ struct FusedActivation : public torch::autograd::Function<FusedActivation> {
   }
 };
 
+using GatedForward = void (*)(const float*, const float*, float*, std::int64_t);
+using GatedBackward = void (*)(const float*, const float*, const float*, float*, float*, std::int64_t);
+
+struct GatedKernels {
+  GatedForward forward;
+  GatedBackward backward;
+};
+const GatedKernels kSwiGlu{swiglu_forward, swiglu_backward};
+const GatedKernels kGeGlu{geglu_forward, geglu_backward};
+
+at::Tensor run_gated_forward(GatedForward kernel, const at::Tensor& gate, const at::Tensor& up) {
+  auto y = at::empty_like(gate);
+  const float *g = gate.data_ptr<float>(), *u = up.data_ptr<float>();
+  float* out = y.data_ptr<float>();
+  at::parallel_for(0, gate.numel(), kGrain, [&](std::int64_t begin, std::int64_t end) { kernel(g + begin, u + begin, out + begin, end - begin); });
+  return y;
+}
+
+// Saves the two inputs (the composition act(g) * u saves g, act(g) and u), and recomputes the sigmoid.
+struct FusedGated : public torch::autograd::Function<FusedGated> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& gate, const at::Tensor& up, const GatedKernels* kernels) {
+    ctx->save_for_backward({gate, up});
+    ctx->saved_data["kernels"] = reinterpret_cast<std::int64_t>(kernels);
+    return run_gated_forward(kernels->forward, gate, up);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    const auto* kernels = reinterpret_cast<const GatedKernels*>(ctx->saved_data["kernels"].toInt());
+    const auto saved = ctx->get_saved_variables();
+    const auto dy = grads[0].to(at::kFloat).contiguous();
+    auto dg = at::empty_like(saved[0]), du = at::empty_like(saved[1]);
+    const float *g = saved[0].data_ptr<float>(), *u = saved[1].data_ptr<float>(), *d = dy.data_ptr<float>();
+    float *dgp = dg.data_ptr<float>(), *dup = du.data_ptr<float>();
+    at::parallel_for(0, dy.numel(), kGrain, [&](std::int64_t begin, std::int64_t end) {
+      kernels->backward(g + begin, u + begin, d + begin, dgp + begin, dup + begin, end - begin);
+    });
+    return {dg, du, at::Tensor()};
+  }
+};
+
+at::Tensor apply_gated(const GatedKernels& kernels, const at::Tensor& gate, const at::Tensor& up) {
+  const auto g = gate.contiguous(), u = up.contiguous();
+  if (!at::GradMode::is_enabled() || (!g.requires_grad() && !u.requires_grad())) return run_gated_forward(kernels.forward, g, u);
+  return FusedGated::apply(g, u, &kernels);
+}
+
+bool fused_gated(const at::Tensor& gate, const at::Tensor& up) {
+  return gate.device().is_cpu() && up.device().is_cpu() && gate.scalar_type() == at::kFloat && up.scalar_type() == at::kFloat &&
+         gate.sizes() == up.sizes();
+}
+
 at::Tensor apply(const Kernels& kernels, const at::Tensor& x) {
   const auto input = x.contiguous();
   if (!input.requires_grad() || !at::GradMode::is_enabled()) return run_forward(kernels.forward, input);
@@ -129,5 +211,13 @@ bool fused(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type() 
 at::Tensor gelu_tanh(const at::Tensor& x) { return fused(x) ? apply(kGeluTanh, x) : at::gelu(x, "tanh"); }
 
 at::Tensor silu(const at::Tensor& x) { return fused(x) ? apply(kSilu, x) : at::silu(x); }
+
+at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
+  return fused_gated(gate, up) ? apply_gated(kSwiGlu, gate, up) : dew::nn::silu(gate) * up;
+}
+
+at::Tensor geglu(const at::Tensor& gate, const at::Tensor& up) {
+  return fused_gated(gate, up) ? apply_gated(kGeGlu, gate, up) : dew::nn::gelu_tanh(gate) * up;
+}
 
 }  // namespace dew::nn

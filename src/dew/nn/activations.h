@@ -8,7 +8,7 @@
 // AVX-512, AVX2 or SSE2 by the CPU found at load time.
 //
 // Values: within ~2 ulp of the exact function (exp's 7th-order polynomial on [-ln2/2, ln2/2] is exact to
-// ~5e-9 relative, then a few roundings), not bit-identical to at::gelu / at::silu. Other devices, dtypes and
+// ~5e-9 relative, then a few roundings), not bit-identical to at::gelu / at::silu. Other devices and dtypes
 // go through at::gelu / at::silu. Not twice differentiable.
 #include <ATen/ATen.h>
 
@@ -16,5 +16,10 @@ namespace dew::nn {
 
 at::Tensor gelu_tanh(const at::Tensor& x);  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) = at::gelu(x, "tanh")
 at::Tensor silu(const at::Tensor& x);       // x sigmoid(x) = at::silu(x)
+
+// Gated units of the gated MLPs, fused as one op for float32 on the CPU (one pass forward, one backward,
+// saving the two inputs only); otherwise the product of the activation above and `up`. gate, up: same shape.
+at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up);  // silu(gate) * up
+at::Tensor geglu(const at::Tensor& gate, const at::Tensor& up);   // gelu_tanh(gate) * up
 
 }  // namespace dew::nn

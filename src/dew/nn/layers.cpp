@@ -3,6 +3,7 @@
 #include "dew/core/error.h"
 #include "dew/nn/activations.h"
 #include "dew/nn/quantized/quantized_matrix.h"
+#include "dew/nn/rms_norm.h"
 
 namespace dew::nn {
 
@@ -41,12 +42,7 @@ RMSNormImpl::RMSNormImpl(std::int64_t features, double eps_, c10::ScalarType par
   weight = register_parameter("weight", at::full({features}, 1.0 - weight_offset, at::TensorOptions().dtype(param_dtype)));
 }
 
-at::Tensor RMSNormImpl::forward(const at::Tensor& x) const {
-  auto x32 = x.to(at::kFloat);
-  auto normed = x32 * at::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
-  if (weight_offset != 0.0) return (normed * (weight.to(at::kFloat) + weight_offset)).to(x.scalar_type());
-  return weight.to(x.scalar_type()) * normed.to(x.scalar_type());
-}
+at::Tensor RMSNormImpl::forward(const at::Tensor& x) const { return rms_norm(x, weight, eps, weight_offset); }
 
 MlpImpl::MlpImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) : kind(config.mlp) {
   auto d = config.emb_features, h = config.resolved_mlp_features();
@@ -57,8 +53,8 @@ MlpImpl::MlpImpl(const CausalTransformerConfig& config, c10::ScalarType param_dt
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& x) const {
-  if (kind == "swiglu") return down_proj->forward(dew::nn::silu(gate_proj->forward(x)) * up_proj->forward(x));
-  if (kind == "geglu") return down_proj->forward(dew::nn::gelu_tanh(gate_proj->forward(x)) * up_proj->forward(x));
+  if (kind == "swiglu") return down_proj->forward(swiglu(gate_proj->forward(x), up_proj->forward(x)));
+  if (kind == "geglu") return down_proj->forward(geglu(gate_proj->forward(x), up_proj->forward(x)));
   return down_proj->forward(dew::nn::gelu_tanh(up_proj->forward(x)));
 }
 

@@ -1,6 +1,17 @@
+// Without trapping math, GCC can vectorise the row loops below; nothing here reads floating-point exception
+// flags.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include "dew/nn/rotary.h"
 
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace dew::nn {
 
@@ -35,10 +46,82 @@ RotaryAngles rotary_angles(const at::Tensor& positions, std::int64_t head_dim, d
   return rotary_angles(positions, rotary_inv_freq(head_dim, theta, RopeScaling{}, positions.device()), dtype);
 }
 
-at::Tensor apply_rotary(const at::Tensor& x, const RotaryAngles& angles) {
+at::Tensor apply_rotary_reference(const at::Tensor& x, const RotaryAngles& angles) {
   auto half = x.size(-1) / 2;
   auto rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
   return x * angles.cos + rotated * angles.sin;
+}
+
+namespace {
+
+#define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+// One row of head_dim = 2h. sign = +1 rotates forward:   y1 = x1 c1 - x2 s1,  y2 = x2 c2 + x1 s2;
+// sign = -1 applies the transpose (the backward):          y1 = x1 c1 + x2 s2,  y2 = x2 c2 - x1 s1.
+DEW_CLONES void rotate_row(const float* __restrict x, const float* __restrict c, const float* __restrict s,
+                           float* __restrict y, std::int64_t h, bool transpose) {
+  if (!transpose) {
+    for (std::int64_t i = 0; i < h; ++i) y[i] = x[i] * c[i] - x[i + h] * s[i];
+    for (std::int64_t i = 0; i < h; ++i) y[i + h] = x[i + h] * c[i + h] + x[i] * s[i + h];
+  } else {
+    for (std::int64_t i = 0; i < h; ++i) y[i] = x[i] * c[i] + x[i + h] * s[i + h];
+    for (std::int64_t i = 0; i < h; ++i) y[i + h] = x[i + h] * c[i + h] - x[i] * s[i];
+  }
+}
+
+#undef DEW_CLONES
+
+// out[b, n, t, :] = rotate(in[b, n, t, :]) with cos/sin[b or 0, 0, t, :], any strides whose last is 1
+// (the angles' batch dimension may be broadcast). `out` is allocated like `in` (a transposed view keeps its
+// layout, so q and k stay views of [B, S, heads, D] memory as the unfused path leaves them).
+at::Tensor rotate(const at::Tensor& in, const RotaryAngles& angles, bool transpose) {
+  const auto src = in.stride(3) == 1 ? in : in.contiguous();
+  auto out = at::empty_like(src);
+  const auto B = src.size(0), N = src.size(1), T = src.size(2), D = src.size(3);
+  const auto cos = angles.cos.expand({B, 1, T, D}), sin = angles.sin.expand({B, 1, T, D});
+  const float *xp = src.data_ptr<float>(), *cp = cos.data_ptr<float>(), *sp = sin.data_ptr<float>();
+  float* yp = out.data_ptr<float>();
+  const std::int64_t xs[3] = {src.stride(0), src.stride(1), src.stride(2)}, ys[3] = {out.stride(0), out.stride(1), out.stride(2)};
+  const std::int64_t cs[2] = {cos.stride(0), cos.stride(2)}, ss[2] = {sin.stride(0), sin.stride(2)};
+  const std::int64_t grain = std::max<std::int64_t>(1, (1 << 14) / std::max<std::int64_t>(D, 1));
+  at::parallel_for(0, B * N * T, grain, [&](std::int64_t begin, std::int64_t end) {
+    for (auto row = begin; row < end; ++row) {
+      const auto t = row % T, n = (row / T) % N, b = row / (T * N);
+      rotate_row(xp + b * xs[0] + n * xs[1] + t * xs[2], cp + b * cs[0] + t * cs[1], sp + b * ss[0] + t * ss[1],
+                 yp + b * ys[0] + n * ys[1] + t * ys[2], D / 2, transpose);
+    }
+  });
+  return out;
+}
+
+struct FusedRotary : public torch::autograd::Function<FusedRotary> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+    ctx->save_for_backward({cos, sin});
+    return rotate(x, {cos, sin}, /*transpose=*/false);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    return {rotate(grads[0].to(at::kFloat), {saved[0], saved[1]}, /*transpose=*/true), at::Tensor(), at::Tensor()};
+  }
+};
+
+bool fused(const at::Tensor& x, const RotaryAngles& angles) {
+  auto float_cpu = [](const at::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == at::kFloat; };
+  if (!float_cpu(x) || !float_cpu(angles.cos) || !float_cpu(angles.sin) || x.dim() != 4 || x.size(-1) % 2 != 0) return false;
+  if (angles.cos.requires_grad() || angles.sin.requires_grad()) return false;
+  for (const auto* t : {&angles.cos, &angles.sin}) {
+    if (t->dim() != 4 || t->size(1) != 1 || t->size(2) != x.size(2) || t->size(3) != x.size(3) || t->stride(3) != 1) return false;
+    if (t->size(0) != x.size(0) && t->size(0) != 1) return false;
+  }
+  return x.numel() > 0;
+}
+
+}  // namespace
+
+at::Tensor apply_rotary(const at::Tensor& x, const RotaryAngles& angles) {
+  if (!fused(x, angles)) return apply_rotary_reference(x, angles);
+  if (!x.requires_grad() || !at::GradMode::is_enabled()) return rotate(x, angles, /*transpose=*/false);
+  return FusedRotary::apply(x, angles.cos, angles.sin);
 }
 
 }  // namespace dew::nn

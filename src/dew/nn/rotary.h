@@ -19,7 +19,14 @@ RotaryAngles rotary_angles(const at::Tensor& positions, const at::Tensor& inv_fr
 // Unscaled frequencies with base theta.
 RotaryAngles rotary_angles(const at::Tensor& positions, std::int64_t head_dim, double theta, c10::ScalarType dtype);
 
-// x: [B, heads, S, head_dim]
+// x: [B, heads, S, head_dim]. Float32 on the CPU runs a fused kernel: one pass forward and one backward (the
+// transposed rotation), where the ATen composition (narrow, neg, cat, two muls, add) allocates four
+// temporaries and saves two of them; a transposed view of [B, S, heads, head_dim] memory keeps that layout.
+// Values: the same products as the composition, summed with at most one rounding less where the compiler
+// fuses a multiply-add (a float32 ulp). Other devices and dtypes take the composition.
 at::Tensor apply_rotary(const at::Tensor& x, const RotaryAngles& angles);
+
+// The ATen composition, on any device and dtype (what the fused kernel is checked against).
+at::Tensor apply_rotary_reference(const at::Tensor& x, const RotaryAngles& angles);
 
 }  // namespace dew::nn

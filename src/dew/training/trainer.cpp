@@ -12,6 +12,7 @@
 #include <set>
 
 #include "dew/core/error.h"
+#include "dew/core/process_clock.h"
 #include "dew/core/progress.h"
 #include "dew/nn/device.h"
 #include "dew/nn/parameters.h"
@@ -416,9 +417,19 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   objectives::Statistics window_metrics;
 
   bool stopping = false;  // agreed by every rank: they stop at the same step
+  const std::int64_t first_step = step + 1;
   while (step < config_.steps && !stopping) {
     auto outcome = train_step(train, step, stop);
     ++step;
+    if (step == first_step) {
+      // Start-up cost, as a user waits for it: process start (loader, LibTorch) to the end of the first step.
+      if (auto since_start = seconds_since_process_start()) {
+        char line[160];
+        std::snprintf(line, sizeof line, "first step done %.2f s after the process started (the step itself %.2f s)", *since_start,
+                      outcome.seconds);
+        say(line);
+      }
+    }
     tokens_seen_ += outcome.count;
     window_loss += outcome.loss_sum, window_count += outcome.count, window_seconds += outcome.seconds;
     window_metrics.merge(outcome.metrics);

@@ -1,0 +1,101 @@
+// dew's fused float32 CPU kernels (RMSNorm, rotary, SwiGLU) against the ATen compositions they replace,
+// which are the ops PyTorch eager runs for the same layers: forward + backward of each at the demo
+// decoder's and SmolLM2-135M's shapes, interleaved (fused, composition, fused, ...) so that a burst on a
+// shared machine hits both, medians over the repetitions. One JSON line per case, with the ratio.
+//
+//   fused_layers_bench [--threads 1] [--reps 30]
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_support.h"
+#include "dew/nn/activations.h"
+#include "dew/nn/rms_norm.h"
+#include "dew/nn/rotary.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds for one forward + backward of f on fresh leaves (the leaves' making is outside the timing).
+double time_once(const std::function<at::Tensor(const std::vector<at::Tensor>&)>& f, const std::vector<at::Tensor>& inputs,
+                 const at::Tensor& grad) {
+  std::vector<at::Tensor> leaves;
+  for (const auto& t : inputs) leaves.push_back(t.detach().clone().requires_grad_(true));
+  const auto start = Clock::now();
+  f(leaves).backward(grad);
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct Case {
+  std::string name;
+  std::vector<at::Tensor> inputs;
+  std::function<at::Tensor(const std::vector<at::Tensor>&)> fused, composition;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 1, reps = 30;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--threads") threads = std::atoi(argv[i + 1]);
+    else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", argv[i]);
+      return 2;
+    }
+  }
+  at::set_num_threads(threads);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+  auto randn = [&](at::IntArrayRef shape) { return at::randn(shape, gen); };
+
+  std::vector<Case> cases;
+  auto rms = [&](const std::string& name, std::int64_t rows, std::int64_t d) {
+    cases.push_back({name, {randn({rows, d}), at::ones({d})},
+                     [](const auto& in) { return dew::nn::rms_norm(in[0], in[1], 1e-6); },
+                     [](const auto& in) { return dew::nn::rms_norm_reference(in[0], in[1], 1e-6); }});
+  };
+  rms("rms_norm demo [2048, 256]", 2048, 256);
+  rms("rms_norm demo qk [8192, 64]", 8192, 64);
+  rms("rms_norm smollm2 [4096, 576]", 4096, 576);
+  auto rotary = [&](const std::string& name, std::int64_t B, std::int64_t S, std::int64_t H, std::int64_t D) {
+    auto angles = dew::nn::rotary_angles(at::arange(S).unsqueeze(0).expand({B, S}), D, 10000.0, at::kFloat);
+    cases.push_back({name, {randn({B, S, H, D})},
+                     [angles](const auto& in) { return dew::nn::apply_rotary(in[0].transpose(1, 2), angles); },
+                     [angles](const auto& in) { return dew::nn::apply_rotary_reference(in[0].transpose(1, 2), angles); }});
+  };
+  rotary("rotary demo q [16, 4, 128, 64]", 16, 128, 4, 64);
+  rotary("rotary smollm2 q [4, 9, 1024, 64]", 4, 1024, 9, 64);
+  auto gated = [&](const std::string& name, std::int64_t rows, std::int64_t h) {
+    cases.push_back({name, {randn({rows, h}), randn({rows, h})},
+                     [](const auto& in) { return dew::nn::swiglu(in[0], in[1]); },
+                     [](const auto& in) { return dew::nn::silu(in[0]) * in[1]; }});
+  };
+  gated("swiglu demo [2048, 1024]", 2048, 1024);
+  gated("swiglu smollm2 [4096, 1536]", 4096, 1536);
+
+  for (const auto& c : cases) {
+    const auto probe = c.fused(c.inputs);
+    const auto grad = at::randn(probe.sizes(), gen);
+    for (int w = 0; w < 3; ++w) time_once(c.fused, c.inputs, grad), time_once(c.composition, c.inputs, grad);
+    std::vector<double> fused, composition;
+    for (int r = 0; r < reps; ++r) {
+      fused.push_back(time_once(c.fused, c.inputs, grad));
+      composition.push_back(time_once(c.composition, c.inputs, grad));
+    }
+    const double f = dew::bench::median(fused), a = dew::bench::median(composition);
+    nlohmann::json line{{"case", c.name}, {"threads", threads}, {"fused_ms", 1e3 * f}, {"aten_ms", 1e3 * a}, {"speedup", a / f}};
+    std::printf("%s\n", line.dump().c_str());
+  }
+  return 0;
+}
