@@ -16,6 +16,7 @@
 #include "dew/nn/parameters.h"
 #include "dew/objectives/dpo_loss.h"
 #include "dew/objectives/grpo_loss.h"
+#include "dew/objectives/shared_prompt_logprobs.h"
 #include "dew/objectives/token_logprobs.h"
 #include "test_support.h"
 
@@ -136,6 +137,89 @@ TEST(TokenLogprobs, EqualLogSoftmaxOfTheModelsLogitsWithGradients) {
     }
     }
   }
+}
+
+// Preference rows as data/preference_rows.h lays them out: prompt + completion, right-padded to L, segment
+// 1 on real ids, mask 1 where the target (id t + 1) is a completion id.
+PairRows pair_rows(const std::vector<std::vector<std::int64_t>>& prompts, const std::vector<std::vector<std::int64_t>>& chosen,
+                   const std::vector<std::vector<std::int64_t>>& rejected, std::int64_t L) {
+  const auto B = static_cast<std::int64_t>(prompts.size());
+  PairRows r{at::zeros({B, L}, at::kLong), at::zeros({B, L}, at::kLong), at::zeros({B, L}, at::kLong),
+             at::zeros({B, L}, at::kLong), at::zeros({B, L - 1}), at::zeros({B, L - 1})};
+  auto fill = [&](at::Tensor& ids, at::Tensor& seg, at::Tensor& mask, std::size_t b, const std::vector<std::int64_t>& completion) {
+    std::vector<std::int64_t> row(prompts[b]);
+    row.insert(row.end(), completion.begin(), completion.end());
+    for (std::size_t t = 0; t < row.size(); ++t) {
+      ids[b][t] = row[t];
+      seg[b][t] = 1;
+      if (t >= prompts[b].size()) mask[b][t - 1] = 1;
+    }
+  };
+  for (std::size_t b = 0; b < prompts.size(); ++b) {
+    fill(r.chosen, r.chosen_segments, r.chosen_mask, b, chosen[b]);
+    fill(r.rejected, r.rejected_segments, r.rejected_mask, b, rejected[b]);
+  }
+  return r;
+}
+
+// The two-row computation dew (and TRL) does without sharing: [chosen; rejected] sequence sums.
+at::Tensor two_row_logprobs(dew::nn::CausalTransformer& model, const PairRows& r) {
+  const auto ids = at::cat({r.chosen, r.rejected}), segments = at::cat({r.chosen_segments, r.rejected_segments});
+  return sequence_logprobs(token_logprobs(model, ids, at::Tensor(), segments, 0), at::cat({r.chosen_mask, r.rejected_mask}));
+}
+
+TEST(SharedPromptLogprobs, EqualTheTwoRowLogprobsAndTheirGradients) {
+  // Prompts of different lengths, completions of different lengths on each side (one of a single id), rows
+  // padded to L = 12.
+  const auto rows = pair_rows({{3, 9, 4, 1, 7}, {12, 5}, {30, 2, 8, 8}}, {{6, 2, 11}, {19}, {1, 1, 4, 5}},
+                              {{21, 2}, {7, 7, 7, 3}, {36}}, 12);
+  for (std::int64_t chunk : {0, 4}) {
+    auto model = tiny_model();
+    if (chunk == 4) {
+      // And a sliding-window layer (window 3), whose mask is intersected with the shared row's.
+      auto config = model->config();
+      config.layer_types = {"sliding_attention", "full_attention"};
+      config.kinds["sliding_attention"].window = 3;
+      model = dew::nn::CausalTransformer(config);
+      model->init_parameters(7);
+    }
+    const auto shared = shared_prompt_logprobs(model, rows, chunk);
+    ASSERT_TRUE(shared.has_value());
+    const auto got = at::cat({shared->chosen, shared->rejected});
+    const auto want = two_row_logprobs(model, rows);
+    // The same per-token terms; the attention sums the same keys in another layout, and the sums over a
+    // completion add at most 4 terms: a few fp32 ulp of the ~10-magnitude totals.
+    EXPECT_LT(max_abs(got - want), 1e-5) << "chunk " << chunk;
+    EXPECT_GT(max_abs(want), 1.0);
+    if (chunk == 4) {  // the window changes the numbers: the layer is really windowed
+      auto full = tiny_model();
+      EXPECT_GT(max_abs(two_row_logprobs(full, rows) - want), 1e-3);
+    }
+
+    const auto weights = at::randn({6}, at::make_generator<at::CPUGeneratorImpl>(5));
+    auto a = gradients(model, [&] {
+      auto s = *shared_prompt_logprobs(model, rows, chunk);
+      return (at::cat({s.chosen, s.rejected}) * weights).sum();
+    });
+    auto b = gradients(model, [&] { return (two_row_logprobs(model, rows) * weights).sum(); });
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [name, g] : a) {
+      // As in EqualLogSoftmaxOfTheModelsLogitsWithGradients: fp32 sums over ~20 tokens through 2 layers.
+      const double scale = std::max(1e-3, max_abs(b.at(name)));
+      EXPECT_LT(max_abs(g - b.at(name)) / scale, 2e-5) << name << " chunk " << chunk;
+    }
+  }
+}
+
+TEST(SharedPromptLogprobs, DeclinesPairsWhosePromptsDifferOrDoNotFit) {
+  auto model = tiny_model();  // max_seq_len 32
+  // The rows' first ids differ: not one prompt.
+  auto differ = pair_rows({{3, 9}}, {{6}}, {{6}}, 4);
+  differ.rejected[0][0] = 4;
+  EXPECT_FALSE(shared_prompt_logprobs(model, differ, 0).has_value());
+  // Each row fits in 32 ids, the shared row (2 + 20 + 20) does not.
+  const std::vector<std::int64_t> long_completion(20, 5);
+  EXPECT_FALSE(shared_prompt_logprobs(model, pair_rows({{3, 9}}, {long_completion}, {long_completion}, 22), 0).has_value());
 }
 
 TEST(TokenLogprobs, SequenceSumsUnderTheMaskAndIgnoresInfinityOutsideIt) {

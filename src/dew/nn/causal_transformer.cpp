@@ -134,6 +134,13 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
       dew::fail("the KV cache holds ", in.cache->capacity(), " tokens per row; the call attends over ", in.cache->span);
     }
   }
+  if (in.attention_mask.defined()) {
+    if (in.cache || in.segment_ids.defined()) dew::fail("a decoder call takes an explicit attention mask only without a KV cache or segment ids");
+    if (in.attention_mask.scalar_type() != at::kBool || in.attention_mask.sizes() != at::IntArrayRef{B, 1, S, S}) {
+      dew::fail("the explicit attention mask must be bool [", B, ", 1, ", S, ", ", S, "], got ", in.attention_mask.scalar_type(), " ",
+                in.attention_mask.sizes());
+    }
+  }
   auto positions = in.positions.defined() ? in.positions : (at::arange(S, longs) + first_slot).unsqueeze(0).expand({B, S});
   if (!in.cache && S > config_.max_seq_len) {
     dew::fail("the sequence has ", S, " tokens but the model's max_seq_len is ", config_.max_seq_len);
@@ -188,7 +195,19 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
   for (std::int64_t i = 0; i < config_.num_layers; ++i) {
     auto window = config_.window_of_layer(i);
     AttentionCall call{angles_for(i), {}, false, in.cache, i, cache_slots};
-    if (plain && window == 0) {
+    if (in.attention_mask.defined()) {
+      if (window == 0) {
+        call.mask = in.attention_mask;
+      } else {
+        // The window's own mask over one segment, intersected with the caller's.
+        auto it = masks.find(window);
+        if (it == masks.end()) {
+          auto ones = at::ones({B, S}, longs);
+          it = masks.emplace(window, attention_mask(MaskInputs{positions, ones, positions, ones, 0, false}, window) & in.attention_mask).first;
+        }
+        call.mask = it->second;
+      }
+    } else if (plain && window == 0) {
       call.is_causal = config_.causal;
     } else {
       if (plain && !mask_inputs.query_positions.defined()) {

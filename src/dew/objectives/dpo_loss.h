@@ -27,6 +27,7 @@ struct DpoConfig {
   std::string loss = "sigmoid";  // sigmoid | ipo | hinge
   double label_smoothing = 0.0;  // sigmoid only
   std::string reference;         // "" = a frozen copy of the initial model; else a MODEL (run, HF dir, GGUF)
+  bool share_prompt = true;      // one pass over each prompt for both completions (objectives/shared_prompt_logprobs.h)
 
   template <class V>
   void fields(V& v) {
@@ -35,6 +36,9 @@ struct DpoConfig {
     v("label_smoothing", label_smoothing,
       "sigmoid only: assumed probability that a preference label is flipped (conservative DPO), in [0, 0.5)");
     v("reference", reference, "frozen reference model: empty = the initial policy; else a MODEL path");
+    v("share_prompt", share_prompt,
+      "compute each prompt once for its chosen and rejected completions (same log-probabilities, fewer FLOPs); "
+      "false = two full rows per pair, as TRL does");
   }
   // Refuses values the losses cannot use, naming the field (dpo.beta, ...) and the accepted range.
   void validate() const;

@@ -3,6 +3,7 @@
 #include "dew/core/config.h"
 #include "dew/core/error.h"
 #include "dew/nn/lora.h"
+#include "dew/objectives/shared_prompt_logprobs.h"
 #include "dew/objectives/token_logprobs.h"
 
 namespace dew::objectives {
@@ -32,18 +33,28 @@ Loss DpoObjective::compute(const data::Batch& batch) {
     if (hi >= vocab) fail("token id ", hi, " in the batch is outside the model's vocabulary [0, ", vocab, ")");
   }
   const at::Tensor no_positions;  // 0..T-1: rows are right-padded, each starts at position 0
+  const PairRows rows{batch.get("chosen"), batch.get("rejected"), batch.get("chosen_segment_ids"), batch.get("rejected_segment_ids"),
+                      batch.get("chosen_mask"), batch.get("rejected_mask")};
+  // [chosen; rejected] sequence log-probabilities under `model`: one shared row per pair when the prompts
+  // allow it, else the two rows of the batch.
+  auto score = [&](nn::CausalTransformer& model) {
+    if (config_.share_prompt) {
+      if (auto shared = shared_prompt_logprobs(model, rows, loss_chunk_tokens_)) return at::cat({shared->chosen, shared->rejected});
+    }
+    return sequence_logprobs(token_logprobs(model, ids, no_positions, segments, loss_chunk_tokens_), mask);
+  };
 
-  const auto policy_logps = sequence_logprobs(token_logprobs(policy_, ids, no_positions, segments, loss_chunk_tokens_), mask);
+  const auto policy_logps = score(policy_);
   at::Tensor reference_logps;
   {
     at::NoGradGuard no_grad;
     if (reference_) {
       const auto device = ids.device();
       if (reference_->parameters().front().device() != device) reference_->to(device);
-      reference_logps = sequence_logprobs(token_logprobs(reference_, ids, no_positions, segments, loss_chunk_tokens_), mask);
+      reference_logps = score(reference_);
     } else {
       nn::AdaptersOff base(policy_);  // the frozen base the adapters sit on: the initial model exactly
-      reference_logps = sequence_logprobs(token_logprobs(policy_, ids, no_positions, segments, loss_chunk_tokens_), mask);
+      reference_logps = score(policy_);
     }
   }
   DpoLogps logps;
