@@ -211,6 +211,47 @@ TEST(SharedPromptLogprobs, EqualTheTwoRowLogprobsAndTheirGradients) {
   }
 }
 
+TEST(SharedPromptLogprobs, GroupsOfCompletionsEqualOneRowEachWithGradients) {
+  // Two GRPO groups of 3 rollouts (prompt + completion, right-padded to T = 10): per-token log-probabilities
+  // on the completion targets, and their gradients through a masked weighted sum, as the GRPO loss reads them.
+  const std::vector<std::vector<std::int64_t>> prompts{{4, 8, 15}, {16, 23}};
+  const std::vector<std::vector<std::int64_t>> completions{{1, 2, 3, 4}, {5}, {6, 7}, {9, 9, 9, 9, 9, 9}, {10, 11}, {12}};
+  const std::int64_t R = 6, T = 10;
+  auto ids = at::zeros({R, T}, at::kLong);
+  auto mask = at::zeros({R, T - 1});
+  for (std::int64_t r = 0; r < R; ++r) {
+    const auto& p = prompts[static_cast<std::size_t>(r / 3)];
+    const auto& c = completions[static_cast<std::size_t>(r)];
+    std::int64_t t = 0;
+    for (auto id : p) ids[r][t++] = id;
+    for (auto id : c) mask[r][t - 1] = 1, ids[r][t++] = id;
+  }
+  auto model = tiny_model();
+  const double temperature = 0.8;
+  const auto shared = shared_prompt_token_logprobs(model, ids, mask, 3, 4, temperature);
+  ASSERT_TRUE(shared.has_value());
+  const auto want = token_logprobs(model, ids, {}, {}, 0, temperature);
+  ASSERT_EQ(shared->sizes(), want.sizes());
+  const auto on = mask != 0;
+  // As above: the same per-token terms, the attention over the same keys in another layout.
+  EXPECT_LT(max_abs(at::where(on, *shared - want, at::zeros({}))), 1e-5);
+  EXPECT_EQ(max_abs(at::where(on, at::zeros({}), *shared)), 0.0) << "entries outside the completions are 0";
+  EXPECT_GT(max_abs(at::where(on, want, at::zeros({}))), 1.0);
+
+  const auto weights = at::randn({R, T - 1}, at::make_generator<at::CPUGeneratorImpl>(9)) * mask;
+  auto a = gradients(model, [&] { return (*shared_prompt_token_logprobs(model, ids, mask, 3, 4, temperature) * weights).sum(); });
+  auto b = gradients(model, [&] { return (token_logprobs(model, ids, {}, {}, 0, temperature) * weights).sum(); });
+  for (const auto& [name, g] : a) {
+    const double scale = std::max(1e-3, max_abs(b.at(name)));
+    EXPECT_LT(max_abs(g - b.at(name)) / scale, 2e-5) << name;
+  }
+  // A group whose rows disagree on the prompt, or a group size that does not divide the rows: declined.
+  auto other = ids.clone();
+  other[4][0] = 17;
+  EXPECT_FALSE(shared_prompt_token_logprobs(model, other, mask, 3, 0, 1.0).has_value());
+  EXPECT_FALSE(shared_prompt_token_logprobs(model, ids, mask, 4, 0, 1.0).has_value());
+}
+
 TEST(SharedPromptLogprobs, DeclinesPairsWhosePromptsDifferOrDoNotFit) {
   auto model = tiny_model();  // max_seq_len 32
   // The rows' first ids differ: not one prompt.

@@ -11,6 +11,7 @@
 #include "dew/inference/generate.h"
 #include "dew/nn/lora.h"
 #include "dew/objectives/rewards/reward_spec.h"
+#include "dew/objectives/shared_prompt_logprobs.h"
 #include "dew/objectives/token_logprobs.h"
 
 namespace dew::objectives {
@@ -46,6 +47,15 @@ std::vector<std::int64_t> to_vector(const at::Tensor& t) {
 }
 
 }  // namespace
+
+at::Tensor GrpoObjective::logprobs(nn::CausalTransformer& model, const at::Tensor& ids, const at::Tensor& mask) {
+  if (config_.share_prompt) {
+    if (auto shared = shared_prompt_token_logprobs(model, ids, mask, config_.group_size, config_.loss_chunk_tokens, config_.temperature)) {
+      return *shared;
+    }
+  }
+  return token_logprobs(model, ids, {}, {}, config_.loss_chunk_tokens, config_.temperature);
+}
 
 std::vector<std::string> GrpoObjectiveConfig::reward_specs() const {
   std::vector<std::string> specs;
@@ -221,11 +231,11 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
   if (config_.beta > 0 && reference_is_base_) {
     at::NoGradGuard no_grad;
     nn::AdaptersOff base(policy_);
-    out.ref_logp = token_logprobs(policy_, out.ids, {}, {}, config_.loss_chunk_tokens, config_.temperature).detach();
+    out.ref_logp = logprobs(policy_, out.ids, out.mask).detach();
   } else if (config_.beta > 0) {
     place_reference();
     at::NoGradGuard no_grad;
-    out.ref_logp = token_logprobs(reference_, out.ids, {}, {}, config_.loss_chunk_tokens, config_.temperature).detach();
+    out.ref_logp = logprobs(reference_, out.ids, out.mask).detach();
   }
   return out;
 }
@@ -257,7 +267,7 @@ Loss GrpoObjective::loss(const data::Batch& batch, std::int64_t step) {
   Rollout& r = cache_[static_cast<std::size_t>(micro)];
   const auto device = device_of(*policy_);
   const at::Tensor ids = r.ids.to(device), mask = r.mask.to(device);
-  const at::Tensor logp = token_logprobs(policy_, ids, {}, {}, config_.loss_chunk_tokens, config_.temperature);
+  const at::Tensor logp = logprobs(policy_, ids, mask);
   if (!r.old_logp.defined()) r.old_logp = logp.detach();  // the first pass: the weights that sampled
   const at::Tensor ref = r.ref_logp.defined() ? r.ref_logp.to(device) : at::Tensor();
   const GrpoTokenTerms terms = grpo_token_terms(logp, r.old_logp.to(device), ref, r.advantages.to(device), config_);

@@ -42,6 +42,7 @@ struct GrpoObjectiveConfig : GrpoConfig {
   // Logits this many tokens at a time (bounds memory; 0 = all). 256 as for DPO: a rollout batch is a few
   // hundred tokens and one [chunk, vocab] block on top of the activations sets the peak.
   std::int64_t loss_chunk_tokens = 256;
+  bool share_prompt = true;  // one pass over each prompt for its group's completions (objectives/shared_prompt_logprobs.h)
 
   template <class V>
   void fields(V& v) {
@@ -49,6 +50,9 @@ struct GrpoObjectiveConfig : GrpoConfig {
     v("reward", reward, "built-in rewards, comma-separated: exact_match, last_number, regex:PATTERN (--reward sets it)");
     v("reward_cmd", reward_cmd, "a shell command scoring each rollout batch, JSON lines in, numbers out (--reward-cmd)");
     v("loss_chunk_tokens", loss_chunk_tokens, "compute logits this many tokens at a time (bounds memory); 0 = all");
+    v("share_prompt", share_prompt,
+      "score each group's completions in one row after its prompt (same log-probabilities, fewer FLOPs); "
+      "false = one full row per completion, as TRL does");
   }
   // GrpoConfig::validate, loss_chunk_tokens >= 0, and at least one reward (each spec known).
   void validate() const;
@@ -116,6 +120,9 @@ class GrpoObjective final : public Objective {
   std::vector<double> score(const std::vector<std::int64_t>& prompt_rows, const std::vector<std::string>& completions,
                             std::vector<std::vector<double>>* per_reward);
   void place_reference();  // loads the reference if need be, on the policy's device
+  // Per-token log-probabilities [R, T - 1] of a rollout's rows under `model`: one shared row per group when
+  // grpo.share_prompt and the rows allow it, else one row each.
+  at::Tensor logprobs(nn::CausalTransformer& model, const at::Tensor& ids, const at::Tensor& mask);
   void freeze_reference();
 
   nn::CausalTransformer policy_, reference_;

@@ -1,15 +1,16 @@
 #pragma once
-// Sequence log-probabilities of a preference pair's two completions with the prompt computed once.
+// Log-probabilities of several completions of one prompt with the prompt computed once.
 //
-// TRL (and dew with dpo.share_prompt = false) runs prompt + chosen and prompt + rejected as two rows, so the
-// prompt goes through the model twice, in the policy's forward and backward and in the reference's forward.
-// Here each pair is one row [prompt | chosen | rejected]: the rejected tokens attend to the prompt and to
-// themselves, never to the chosen ones, and take the positions right after the prompt, exactly as in a row
-// of their own; the last prompt token's hidden state scores the first token of both completions. Causal
-// attention makes the prompt's states the same in both rows, so the log-probabilities are the two-row ones
-// (to rounding: the attention sums the same terms over a different layout), for a fraction of the FLOPs:
-// on short completions after a long chat-template prompt nearly half (the post-training bench's pairs:
-// 106 ids as two rows, about 63 as one). Prefix sharing for DPO: Wang et al. 2024, arXiv:2410.20305.
+// TRL (and dew with dpo.share_prompt / grpo.share_prompt = false) runs prompt + completion as one row per
+// completion, so a prompt goes through the model once per completion: twice per DPO pair, group_size times
+// per GRPO group, in the policy's forward and backward and in the reference's forward. Here each group is one
+// row [prompt | completion 1 | completion 2 | ...]: a completion's tokens attend to the prompt and to
+// themselves, never to the other completions, and take the positions right after the prompt, exactly as in a
+// row of their own; the last prompt token's state scores the first token of every completion. Causal
+// attention makes the prompt's states the same in every row, so the log-probabilities are the one-row-each
+// ones (to rounding: the attention sums the same terms in another layout), for a fraction of the FLOPs: the
+// post-training bench's DPO pairs take about 63 ids as one row instead of 106 as two. Prefix sharing for
+// preference tuning: Wang et al. 2024, arXiv:2410.20305.
 #include <cstdint>
 #include <optional>
 
@@ -29,9 +30,18 @@ struct PairLogprobs {
   at::Tensor chosen, rejected;  // fp32 [B], differentiable: sums over each completion's tokens
 };
 
-// nullopt when a pair's two rows do not start with the same prompt ids, or the shared row would be longer
-// than the model's max_seq_len (then the caller scores the two rows as they are). chunk_tokens as in
-// target_logprobs.
+// DPO: each pair's two completions after its prompt. chunk_tokens as in target_logprobs.
 std::optional<PairLogprobs> shared_prompt_logprobs(nn::CausalTransformer& model, const PairRows& rows, std::int64_t chunk_tokens);
+
+// GRPO: ids [R, T] (prompt + completion, right-padded), mask [R, T - 1] (1 where the target is a completion
+// token), R = groups x group_size with each group's rows consecutive and sharing their prompt. Returns
+// [R, T - 1] fp32 like token_logprobs, with the completion targets' entries filled and 0 elsewhere (callers
+// read them through the mask).
+std::optional<at::Tensor> shared_prompt_token_logprobs(nn::CausalTransformer& model, const at::Tensor& ids, const at::Tensor& mask,
+                                                       std::int64_t group_size, std::int64_t chunk_tokens, double temperature);
+
+// Both decline (nullopt) when the rows of a group do not start with the same prompt ids, a prompt is empty,
+// a completion has no token, or the shared row would exceed the model's max_seq_len; the caller then scores
+// the rows as they are.
 
 }  // namespace dew::objectives
