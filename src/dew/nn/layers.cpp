@@ -33,7 +33,14 @@ at::Tensor LinearImpl::forward(const at::Tensor& x) const {
   }
   if (!lora_A || !lora_active) return y;
   auto dropped = lora_dropout > 0.0 && is_training() ? at::dropout(x, lora_dropout, /*train=*/true) : x;
-  return y + dense(dense(dropped, lora_A->weight), lora_B->weight) * lora_scale;
+  const auto h = dense(dropped, lora_A->weight);  // [..., rank]
+  const auto& b = lora_B->weight;
+  // y + lora_scale * h B^T as one GEMM accumulating into y (beta 1, alpha lora_scale): no separate passes over
+  // [tokens, out] to scale the delta and add it, forward or backward (the scale lands on the rank-wide factors).
+  const auto rank = h.size(-1), out = y.size(-1);
+  return at::addmm(y.reshape({-1, out}), h.reshape({-1, rank}), (b.scalar_type() == h.scalar_type() ? b : b.to(h.scalar_type())).t(), 1,
+                   lora_scale)
+      .view(y.sizes());
 }
 
 RMSNormImpl::RMSNormImpl(std::int64_t features, double eps_, c10::ScalarType param_dtype, double weight_offset_)
