@@ -243,10 +243,17 @@ FailureOutcome fail_rank_one(const fs::path& work, const fs::path& tokens, const
   const pid_t rank1 = std::stoi(dew::test::read_text(dir / "rank1.pid"));
   const auto acted = std::chrono::steady_clock::now();
   ::kill(rank1, signal_to_send);
-  while (!fs::exists(dir / "rank0.status") && std::chrono::steady_clock::now() < give_up) {
+  // The shell writes a status file in two moves (create, then the number): wait for the number.
+  auto has_status = [&](const char* name) { return fs::exists(dir / name) && fs::file_size(dir / name) > 0; };
+  while (!has_status("rank0.status") && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - acted).count();
+  // A rank that is not stopped exits by itself, maybe a moment after rank 0 (on a loaded machine its
+  // shutdown can take a while): wait for its status before the kill below could overwrite it.
+  while (signal_to_send != SIGSTOP && !has_status("rank1.status") && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   ::kill(rank1, SIGKILL);  // a stopped rank is still there
   job.join();
   return {{std::stoi(dew::test::read_text(dir / "rank0.status")), dew::test::read_text(dir / "rank0.log")}, seconds};
