@@ -27,6 +27,9 @@ std::optional<at::Tensor> score_groups(nn::CausalTransformer& model, const std::
     width = std::max(width, n);
   }
   if (width > model->config().max_seq_len) return std::nullopt;  // the rows fit one by one, the shared row does not
+  // The mask is [B, 1, width, width]: past 64 M entries (a group of 16 x 512-token completions) it would cost
+  // more memory than the prompt it saves, so such batches go one row per completion.
+  if (B * width * width > (std::int64_t{1} << 26)) return std::nullopt;
 
   // part: -1 padding, 0 prompt, k + 1 completion k. Keys of the prompt are visible to every completion.
   auto ids = at::zeros({B, width}, at::kLong), positions = at::zeros({B, width}, at::kLong), part = at::full({B, width}, -1, at::kLong);

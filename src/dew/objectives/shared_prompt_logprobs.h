@@ -41,7 +41,7 @@ std::optional<at::Tensor> shared_prompt_token_logprobs(nn::CausalTransformer& mo
                                                        std::int64_t group_size, std::int64_t chunk_tokens, double temperature);
 
 // Both decline (nullopt) when the rows of a group do not start with the same prompt ids, a prompt is empty,
-// a completion has no token, or the shared row would exceed the model's max_seq_len; the caller then scores
-// the rows as they are.
+// a completion has no token, the shared row would exceed the model's max_seq_len, or its attention mask
+// would pass 64 M entries (groups x width^2); the caller then scores the rows as they are.
 
 }  // namespace dew::objectives
