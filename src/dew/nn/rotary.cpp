@@ -56,8 +56,8 @@ namespace {
 
 #define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
-// One row of head_dim = 2h. sign = +1 rotates forward:   y1 = x1 c1 - x2 s1,  y2 = x2 c2 + x1 s2;
-// sign = -1 applies the transpose (the backward):          y1 = x1 c1 + x2 s2,  y2 = x2 c2 - x1 s1.
+// One row of head_dim = 2h. Forward rotation:           y1 = x1 c1 - x2 s1,  y2 = x2 c2 + x1 s2;
+// with `transpose` its transpose (the backward):          y1 = x1 c1 + x2 s2,  y2 = x2 c2 - x1 s1.
 DEW_CLONES void rotate_row(const float* __restrict x, const float* __restrict c, const float* __restrict s,
                            float* __restrict y, std::int64_t h, bool transpose) {
   if (!transpose) {
