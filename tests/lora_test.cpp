@@ -16,6 +16,7 @@
 #include "dew/formats/safetensors.h"
 #include "dew/interop/hf_model.h"
 #include "dew/interop/peft_adapter.h"
+#include "dew/nn/frozen_weights.h"
 #include "dew/nn/kv_cache.h"
 #include "dew/nn/lora.h"
 #include "dew/nn/parameters.h"
@@ -405,4 +406,49 @@ TEST(Lora, AdaptersOffGivesTheBaseExactly) {
     EXPECT_TRUE(at::equal(logits_of(model, ids), base_logits));
   }
   EXPECT_TRUE(at::equal(logits_of(model, ids), adapted));
+}
+
+// Under mixed precision (bf16 compute, fp32 parameters) the frozen base weights can be cast once instead of at
+// every call: the same casts of the same values, so the logits and the adapters' gradients must not move by a bit.
+TEST(Lora, FrozenWeightsInTheComputeDtypeChangeNoBit) {
+  auto mixed = [] {
+    dew::nn::CausalTransformerConfig config;
+    config.vocab_size = 48, config.emb_features = 16, config.num_layers = 2, config.num_heads = 2, config.max_seq_len = 16;
+    config.dtype = "bfloat16";  // param_dtype and residual_dtype stay float32
+    CausalTransformer model(config);
+    model->init_parameters(3);
+    dew::nn::add_lora(model, lora(), 7);
+    randomize_b(model, 5);
+    return model;
+  };
+  auto as_is = mixed(), cast_once = mixed();
+  std::int64_t frozen_linear_bytes = 0;
+  for (const auto& [name, p] : dew::nn::parameter_map(*cast_once)) {
+    if (contains(name, "_proj.weight") && !contains(name, "lora_")) frozen_linear_bytes += p.numel() * 2;  // 4 -> 2 bytes
+  }
+  ASSERT_GT(frozen_linear_bytes, 0);
+  EXPECT_EQ(dew::nn::store_frozen_weights_in_compute_dtype(cast_once), frozen_linear_bytes);
+  for (const auto& [name, p] : dew::nn::parameter_map(*cast_once)) {
+    const bool frozen_linear = contains(name, "_proj.weight") && !contains(name, "lora_");
+    EXPECT_EQ(p.scalar_type(), frozen_linear ? at::kBFloat16 : at::kFloat) << name;  // embedding, norms, adapters: as they were
+  }
+  EXPECT_EQ(dew::nn::store_frozen_weights_in_compute_dtype(cast_once), 0);  // nothing wider left
+
+  auto ids = at::arange(20, at::kLong).remainder(48).view({2, 10});
+  auto run = [&](CausalTransformer& model) {
+    auto logits = model->forward({ids});
+    logits.logsumexp(-1).sum().backward();
+    return logits.detach();
+  };
+  EXPECT_TRUE(at::equal(run(as_is), run(cast_once)));
+  auto a = dew::nn::lora_parameters(*as_is), b = dew::nn::lora_parameters(*cast_once);
+  for (const auto& [name, p] : a) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    EXPECT_TRUE(at::equal(p.grad(), b.at(name).grad())) << name;
+  }
+
+  // float32 compute: nothing is narrower to cast to.
+  auto fp32 = tiny_model();
+  dew::nn::add_lora(fp32, lora(), 7);
+  EXPECT_EQ(dew::nn::store_frozen_weights_in_compute_dtype(fp32), 0);
 }

@@ -209,6 +209,10 @@ TEST(PostTrainingRuns, DpoStartsAtLogTwoAndLearnsThePreference) {
   EXPECT_GT(records.back().scalars.at("rewards/margins"), 0.5);
   EXPECT_GT(records.back().scalars.at("rewards/accuracies"), 0.9);
   EXPECT_LT(records.back().scalars.at("loss"), 0.5);
+  // The rate counts what the loss averages over: pairs (4 a step), with no MFU (a pair has no fixed cost).
+  EXPECT_NEAR(records.front().scalars.at("pairs_per_second") * records.front().scalars.at("step_seconds"), 4.0, 1e-6);
+  EXPECT_FALSE(records.front().scalars.count("tokens_per_second"));
+  EXPECT_FALSE(records.front().scalars.count("mfu"));
   auto eval = run_command(dew::test::dew_single_threaded("eval '" + run.string() + "' --json"));
   ASSERT_EQ(eval.status, 0) << eval.output;
   EXPECT_EQ(nlohmann::json::parse(eval.output)["pairs"], 4);  // val_fraction 0.1 of 40

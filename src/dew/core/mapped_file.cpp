@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -52,6 +53,16 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     size_ = std::exchange(other.size_, 0);
   }
   return *this;
+}
+
+void MappedFile::drop_pages(std::size_t offset, std::size_t length) const {
+  if (!data_ || offset >= size_) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(data_) + offset;
+  const auto end = begin + std::min(length, size_ - offset);
+  const auto first = (begin + page - 1) / page * page, last = end / page * page;  // whole pages only
+  // MADV_DONTNEED on a read-only private file map only unmaps: the next read faults the file's bytes back in.
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 void MappedFile::release() {

@@ -22,6 +22,11 @@ class MappedFile {
   std::span<const std::uint8_t> bytes() const { return {data_, size_}; }
   const std::filesystem::path& path() const { return path_; }
 
+  // Drops this process's pages of bytes [offset, offset + length) (the whole pages inside it): a caller that
+  // has copied them out stops paying their resident memory. Reading them again later maps them back from the
+  // page cache, so this changes memory, never contents. Best effort: a refusal by the kernel is ignored.
+  void drop_pages(std::size_t offset, std::size_t length) const;
+
  private:
   void release();
   std::filesystem::path path_;

@@ -77,6 +77,11 @@ at::Tensor SafetensorsFile::view(const std::string& name) const {
   return at::from_blob(data, e.shape, [keep](void*) {}, at::TensorOptions().dtype(type));
 }
 
+void SafetensorsFile::drop_pages(const std::string& name) const {
+  const auto& e = entry(name);
+  map_->drop_pages(data_start_ + e.begin, e.end - e.begin);
+}
+
 at::Tensor SafetensorsFile::load(const std::string& name, std::optional<c10::ScalarType> dtype) const {
   auto t = view(name);
   return dtype && *dtype != t.scalar_type() ? t.to(*dtype) : t.clone();

@@ -32,6 +32,9 @@ class SafetensorsFile {
   at::Tensor view(const std::string& name) const;
   // A CPU copy, converted to `dtype` when given.
   at::Tensor load(const std::string& name, std::optional<c10::ScalarType> dtype = std::nullopt) const;
+  // After a tensor's bytes were copied out: drops their mapped pages from this process (MappedFile::drop_pages),
+  // so loading a model holds one copy of its weights at a time instead of the map and the copy.
+  void drop_pages(const std::string& name) const;
 
  private:
   std::filesystem::path path_;

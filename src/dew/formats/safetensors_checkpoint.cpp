@@ -121,6 +121,7 @@ const SafetensorsFile& SafetensorsCheckpoint::file_for(const std::string& name) 
 
 at::Tensor SafetensorsCheckpoint::view(const std::string& name) const { return file_for(name).view(name); }
 const SafetensorsEntry& SafetensorsCheckpoint::entry(const std::string& name) const { return file_for(name).entry(name); }
+void SafetensorsCheckpoint::drop_pages(const std::string& name) const { file_for(name).drop_pages(name); }
 fs::path SafetensorsCheckpoint::file_of(const std::string& name) const { return file_for(name).path(); }
 
 std::vector<fs::path> write_safetensors_checkpoint(const fs::path& dir, const std::vector<std::pair<std::string, at::Tensor>>& tensors,

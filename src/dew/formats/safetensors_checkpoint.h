@@ -36,6 +36,7 @@ class SafetensorsCheckpoint {
   bool has(const std::string& name) const { return where_.count(name) > 0; }
   at::Tensor view(const std::string& name) const;  // CPU, stored dtype, viewing the map (kept alive)
   const SafetensorsEntry& entry(const std::string& name) const;
+  void drop_pages(const std::string& name) const;  // SafetensorsFile::drop_pages
   std::filesystem::path file_of(const std::string& name) const;
   const std::vector<std::filesystem::path>& files() const { return paths_; }
   // What was opened: the file, or the directory.

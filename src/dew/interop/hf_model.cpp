@@ -50,6 +50,7 @@ void load_weights(nn::CausalTransformer& model, const formats::SafetensorsCheckp
     const at::Tensor stored = weights.view(name);
     nn::require_finite(stored, weights.file_of(name).string(), name);
     p.copy_(stored);
+    weights.drop_pages(name);  // one resident copy of the weights while loading, not the map's and the model's
   }
   const std::string embed = names.stored("model.embed_tokens.weight"), head = names.stored("lm_head.weight");
   for (const auto& name : weights.names()) {

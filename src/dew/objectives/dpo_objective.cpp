@@ -2,6 +2,7 @@
 
 #include "dew/core/config.h"
 #include "dew/core/error.h"
+#include "dew/nn/frozen_weights.h"
 #include "dew/nn/lora.h"
 #include "dew/objectives/shared_prompt_logprobs.h"
 #include "dew/objectives/token_logprobs.h"
@@ -18,6 +19,7 @@ DpoObjective::DpoObjective(nn::CausalTransformer policy, nn::CausalTransformer r
     return;
   }
   for (auto& p : reference_->parameters()) p.set_requires_grad(false);
+  nn::store_frozen_weights_in_compute_dtype(reference_);  // exact, and less memory under mixed precision
   reference_->eval();
 }
 

@@ -21,6 +21,8 @@ class DpoObjective final : public Objective {
                std::int64_t loss_chunk_tokens);
 
   std::string name() const override { return "dpo"; }
+  std::string count_unit() const override { return "pairs"; }  // the loss is a mean over pairs
+  bool fixed_flops_per_count() const override { return false; }
   std::string validation_loss() const override { return "loss"; }
   void init(std::uint64_t seed) override { policy_->init_parameters(seed); }
   torch::nn::Module& module() override { return *policy_; }

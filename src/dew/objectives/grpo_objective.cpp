@@ -9,6 +9,7 @@
 #include "dew/core/config.h"
 #include "dew/core/error.h"
 #include "dew/inference/generate.h"
+#include "dew/nn/frozen_weights.h"
 #include "dew/nn/lora.h"
 #include "dew/objectives/rewards/reward_spec.h"
 #include "dew/objectives/shared_prompt_logprobs.h"
@@ -113,6 +114,7 @@ GrpoObjective::GrpoObjective(GrpoSetup setup)
 
 void GrpoObjective::freeze_reference() {
   for (auto& p : reference_->parameters()) p.set_requires_grad(false);
+  nn::store_frozen_weights_in_compute_dtype(reference_);  // exact, and less memory under mixed precision
   reference_->eval();
 }
 

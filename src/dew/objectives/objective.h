@@ -41,8 +41,11 @@ class Objective {
   // The evaluate() statistic that measures what the training loss measures (plotted beside it), or "" when
   // evaluation reports no such thing.
   virtual std::string validation_loss() const { return "loss"; }
-  // What Loss::count counts ("tokens", "images"): the trainer reports "<unit>_per_second".
+  // What Loss::count counts ("tokens", "images", "pairs"): the trainer reports "<unit>_per_second".
   virtual std::string count_unit() const { return "tokens"; }
+  // Whether each counted unit costs a fixed number of FLOPs (trainer.flops_per_token), so that the trainer can
+  // report MFU from the rate. Not so for DPO's pairs, whose lengths vary: no MFU is reported then.
+  virtual bool fixed_flops_per_count() const { return true; }
 
   // Called by the trainer after each optimizer step (and the trainer's EMA), with the 0-based index of the
   // step just taken and the total: where an objective updates weights outside the optimizer (JEPA's target

@@ -5,12 +5,14 @@
 #include <system_error>
 
 #include "dew/core/error.h"
+#include "dew/core/free_memory.h"
 #include "dew/data/tokenizers/tokenizer.h"
 #include "dew/data/tokenizers/tokenizer_fingerprint.h"
 #include "dew/interop/hf_config.h"
 #include "dew/nn/decoder_flops.h"
 #include "dew/nn/device.h"
 #include "dew/nn/dtype.h"
+#include "dew/nn/frozen_weights.h"
 #include "dew/nn/lora.h"
 #include "dew/runs/memory_estimate.h"
 #include "dew/runs/run_directory.h"
@@ -118,12 +120,18 @@ std::string check_same_tokenizer(const LoadedModel& init, const DecoderTask& tas
 // init.from's weights under the run's model config. The architecture is the init model's (adopt_model_config);
 // what is not a parameter -- the compute and storage dtypes, and for a masked-diffusion run the attention rule
 // and mask token (Dream's weights began as Qwen 2.5's) -- is the run's, so the model is rebuilt when they differ.
+// The rebuilt model takes over the loaded tensors (converted only where the storage dtype differs) rather than
+// copying them, so a model is never held twice; `loaded` must not be used afterwards.
 nn::CausalTransformer under_run_config(nn::CausalTransformer loaded, const nn::CausalTransformerConfig& config) {
   if (config::to_json(loaded->config()) == config::to_json(config)) return loaded;
   nn::CausalTransformer model(config, nn::ParameterInit::none);
   at::NoGradGuard no_grad;
   auto target = nn::parameter_map(*model);
-  for (const auto& [name, p] : nn::parameter_map(*loaded)) target.at(name).copy_(p);
+  for (const auto& [name, p] : nn::parameter_map(*loaded)) {
+    auto& t = target.at(name);
+    if (t.sizes() != p.sizes()) fail("parameter '", name, "' has shape ", p.sizes(), " in the loaded model but ", t.sizes(), " in the run's");
+    t.set_data(p.scalar_type() == t.scalar_type() ? p.detach() : p.to(t.scalar_type()));
+  }
   return model;
 }
 
@@ -217,7 +225,12 @@ training::FitResult DecoderRun::train(std::FILE* out) {
     model = build_model();
   }
   initial_model_ = nullptr;  // the trainer owns it from here
-  if (s.lora.enabled()) nn::add_lora(model, s.lora, s.trainer.seed);
+  std::int64_t frozen_bytes_freed = 0;
+  if (s.lora.enabled()) {
+    nn::add_lora(model, s.lora, s.trainer.seed);
+    frozen_bytes_freed = nn::store_frozen_weights_in_compute_dtype(model);  // exact: see nn/frozen_weights.h
+    if (frozen_bytes_freed > 0) release_free_memory();  // the float32 copies' pages, not kept for the whole run
+  }
   auto objective = task_->objective(model, context_);
   training::TrainerConfig trainer_config = s.trainer;
   if (trainer_config.flops_per_token == 0) trainer_config.flops_per_token = task_->flops_per_token();
@@ -226,6 +239,10 @@ training::FitResult DecoderRun::train(std::FILE* out) {
   if (out) {
     for (const auto& note : task_->notes()) std::fprintf(out, "note: %s\n", note.c_str());
     if (!val_rows) std::fprintf(out, "note: no validation split (or it is shorter than one row); no validation\n");
+    if (frozen_bytes_freed > 0) {
+      std::fprintf(out, "note: the frozen base weights are kept in %s, the compute dtype (%.0f MiB less)\n",
+                   s.model.dtype.c_str(), static_cast<double>(frozen_bytes_freed) / (1 << 20));
+    }
   }
   training::Trainer trainer(*objective, s.optim, trainer_config, dir());
   trainer.set_output(out);

@@ -72,6 +72,8 @@ std::string format_value(const std::string& name, double v) {
     return human_count(v, "tok/s");
   } else if (name == "images_per_second") {
     return human_count(v, "img/s");
+  } else if (name == "pairs_per_second") {
+    return human_count(v, "pairs/s");
   } else {
     std::snprintf(buf, sizeof buf, "%.4g", v);
   }
@@ -81,7 +83,8 @@ std::string format_value(const std::string& name, double v) {
 // The trainer's own scalars, in the order they are printed after the objective's.
 // The rate is the objective's loss count per second (Objective::count_unit(): tokens, images), as
 // "<unit>_per_second".
-constexpr const char* kTrainerScalars[] = {"lr", "grad_norm", "step_seconds", "tokens_per_second", "images_per_second", "mfu"};
+constexpr const char* kTrainerScalars[] = {"lr", "grad_norm", "step_seconds", "tokens_per_second", "images_per_second",
+                                           "pairs_per_second", "mfu"};
 
 bool is_trainer_scalar(const std::string& name) {
   return std::find(std::begin(kTrainerScalars), std::end(kTrainerScalars), name) != std::end(kTrainerScalars);
@@ -455,7 +458,7 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
       scalars["grad_norm"] = outcome.grad_norm;
       scalars["step_seconds"] = window_seconds / static_cast<double>(window_steps);
       scalars[objective_.count_unit() + "_per_second"] = window_count / window_seconds;
-      scalars["mfu"] = flops_per_token * (window_count / window_seconds) / (peak * static_cast<double>(world));
+      if (objective_.fixed_flops_per_count()) scalars["mfu"] = flops_per_token * (window_count / window_seconds) / (peak * static_cast<double>(world));
       if (eval_due) {
         auto summary = evaluate(*val).summary();
         result.validation = summary;
