@@ -64,7 +64,7 @@ run_one() {  # impl bench round
               --warmup "${steps[0]}" --steps "${steps[1]}" --threads "$THREADS" --precision "${PRECISION:-fp32}" 2>"$work/$impl-$bench.log" | tail -n1); then
     echo "$impl $bench: the run failed; last lines of its log:"; tail -n 8 "$work/$impl-$bench.log"; return 0
   fi
-  echo "$line" | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read()); r.update(round=int(sys.argv[1]), busy_before=int(sys.argv[2]), load_before=float(sys.argv[3])); r.pop("steps_s", None); print(json.dumps(r))' \
+  echo "$line" | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read()); r.update(round=int(sys.argv[1]), busy_before=int(sys.argv[2]), load_before=float(sys.argv[3])); r.pop("steps_s", None); r.pop("losses", None); print(json.dumps(r))' \
     "$round" "$busy" "$load" | tee -a "$out"
 }
 IMPLS=(dew trl)

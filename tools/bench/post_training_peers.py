@@ -130,7 +130,8 @@ def run_dew(a) -> dict:
     measured = [r["step_seconds"] for r in rows[a.warmup:]]
     out = {"impl": "dew", "kind": a.kind, "steps_measured": len(measured), "step_s": statistics.median(measured),
            "step_s_min": min(measured), "steps_s": measured, "wall_s": wall, "loss_first": rows[0].get("loss"),
-           "loss_last": rows[-1].get("loss"), "peak_rss_mib": peak_rss_mib(resource.RUSAGE_CHILDREN)}
+           "loss_last": rows[-1].get("loss"), "losses": [r.get("loss") for r in rows],
+           "peak_rss_mib": peak_rss_mib(resource.RUSAGE_CHILDREN)}
     if a.kind == "grpo":
         out["completion_length"] = statistics.mean(r["completion_length"] for r in rows[a.warmup:])
         out["reward_mean"] = statistics.mean(r["reward/mean"] for r in rows)
@@ -217,7 +218,7 @@ def run_trl(a) -> dict:
     losses = [l["loss"] for l in clock.logs if "loss" in l]
     out = {"impl": "trl", "kind": a.kind, "threads": torch.get_num_threads(), "steps_measured": len(measured),
            "step_s": statistics.median(measured), "step_s_min": min(measured), "steps_s": measured, "wall_s": wall,
-           "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
+           "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None, "losses": losses,
            "peak_rss_mib": peak_rss_mib()}
     if a.kind == "sft":
         batch = next(iter(trainer.get_train_dataloader()))

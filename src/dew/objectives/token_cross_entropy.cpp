@@ -54,7 +54,10 @@ struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntrop
       auto z = logits_fp32(h, weight, softcap);
       auto kept = without(z, excluded);
       if (count_correct) correct += ((kept.argmax(-1) == t.squeeze(1)) & (w != 0)).to(at::kFloat).sum();
-      auto logp = at::log_softmax(kept, -1);
+      // Without a softcap nothing needs the logits after this (the softcap's derivative needs z), so log-softmax
+      // overwrites them (the kernel reads each row before writing it): one [chunk, vocab] float32 block held
+      // per chunk instead of two. Both are fresh float32 tensors of this chunk (logits_fp32, without).
+      auto logp = softcap > 0 ? at::log_softmax(kept, -1) : at::_log_softmax_out(kept, kept, -1, /*half_to_float=*/false);
       loss -= (logp.gather(1, t).squeeze(1) * w).sum();
       if (!grad_hidden_needed && !grad_weight_needed) continue;
       // d(lse - z_t)/dz = softmax(z) - onehot(t), times each token's weight (softmax reuses logp's memory).
