@@ -11,6 +11,8 @@ TRL: this process). Run each in its own process, so each peak is its own.
 
 The work is made equal on both sides (the bench's settings, documented in docs/benchmarks.md):
 - LoRA rank 16, alpha 32, dropout 0 on q,k,v,o,gate,up,down; AdamW, constant learning rate, grad clip 1.0, fp32.
+- TRL otherwise keeps its defaults, gradient checkpointing included (its SFT, DPO and GRPO configs all default
+  gradient_checkpointing=True: less activation memory, a recomputed forward); dew keeps its activations.
 - SFT: rows of --seq tokens, --batch rows; loss on every token on both sides (dew lm.loss_role=-1, TRL's default
   for conversational data without assistant_only_loss). dew packs whole conversations into rows (padding at the
   end, no attention across conversations); TRL packs with packing_strategy="wrapped" (rows exactly --seq tokens,
