@@ -411,6 +411,15 @@ TEST(DistributedTraining, ShardedTwoProcessesTakeTheStepOfOne) {
     }
     if (clip == "0") {
       EXPECT_TRUE(identical_checkpoints(one / "4", two / "4"));
+      // Readers load the sharded checkpoint whole (`dew eval`, `generate`, `export` share the loading): the
+      // two-process run evaluates exactly as the one-process run does.
+      auto eval_one = run_command(dew::test::dew_single_threaded("eval '" + one.string() + "' --json"));
+      auto eval_two = run_command(dew::test::dew_single_threaded("eval '" + two.string() + "' --json"));
+      ASSERT_EQ(eval_two.status, 0) << eval_two.output;
+      ASSERT_EQ(eval_one.status, 0) << eval_one.output;
+      const auto ce_one = nlohmann::json::parse(eval_one.output)["ce"];
+      ASSERT_TRUE(ce_one.is_number()) << eval_one.output;
+      EXPECT_EQ(ce_one, nlohmann::json::parse(eval_two.output)["ce"]) << eval_two.output;
       // Resumed on the same number of processes, a sharded run continues exactly.
       const fs::path resumed = work / "resumed";
       fs::create_directories(work / "job-resumed");
