@@ -162,7 +162,7 @@ INSTANTIATE_TEST_SUITE_P(Models, ImageModelShape, ::testing::Values("dit", "unet
 
 TEST(DiT, SinCosPositionsMatchDiT) {
   dew::formats::SafetensorsFile io(fixture_dir() / "dit_io.safetensors");
-  auto table = dew::nn::diffusion::sincos_positions_2d(32, 4);
+  auto table = dew::nn::sincos_positions_2d(32, 4);
   // Each value is one sine or cosine of a float64 angle, rounded to float32: within one float32 ulp.
   EXPECT_LT(max_abs(table - io.load("pos_table")), 1.2e-7);
   auto config = fixture_config("dit");

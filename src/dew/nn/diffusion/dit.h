@@ -19,24 +19,12 @@
 #include "dew/nn/diffusion/image_layers.h"
 #include "dew/nn/diffusion/image_model.h"
 #include "dew/nn/layers.h"
+#include "dew/nn/patches/patch_layers.h"
 
 namespace dew::nn::diffusion {
 
-// DiT's fixed 2-D sin-cos table, float32 [grid * grid, dim]: token (row i, column j) gets
-// [sin(j w), cos(j w), sin(i w), cos(i w)] with w_k = 10000^(-k / (dim / 4)), k < dim / 4 (computed in float64).
-at::Tensor sincos_positions_2d(std::int64_t dim, std::int64_t grid);
-
 // The frequency features the time embedding's MLP reads (DiT's frequency_embedding_size).
 inline constexpr std::int64_t kDiTFrequencyFeatures = 256;
-
-// x_embedder: the patchify convolution.
-class PatchEmbedImpl : public torch::nn::Module {
- public:
-  PatchEmbedImpl(std::int64_t channels, std::int64_t dim, std::int64_t patch);
-  at::Tensor forward(const at::Tensor& x) const;  // [B, C, H, W] -> [B, (H/p)(W/p), dim], row-major patches
-  Conv2d proj{nullptr};
-};
-TORCH_MODULE(PatchEmbed);
 
 // t_embedder: sinusoidal features of the time -> Linear -> SiLU -> Linear.
 class TimestepEmbedderImpl : public torch::nn::Module {
@@ -57,30 +45,13 @@ class LabelEmbedderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LabelEmbedder);
 
-class DiTAttentionImpl : public torch::nn::Module {
- public:
-  DiTAttentionImpl(std::int64_t dim, std::int64_t heads);
-  at::Tensor forward(const at::Tensor& x) const;  // [B, N, dim]
-  Linear qkv{nullptr}, proj{nullptr};
-  std::int64_t heads;
-};
-TORCH_MODULE(DiTAttention);
-
-class DiTMlpImpl : public torch::nn::Module {
- public:
-  DiTMlpImpl(std::int64_t dim, std::int64_t hidden);
-  at::Tensor forward(const at::Tensor& x) const;  // fc2(GELU_tanh(fc1(x)))
-  Linear fc1{nullptr}, fc2{nullptr};
-};
-TORCH_MODULE(DiTMlp);
-
 class DiTBlockImpl : public torch::nn::Module {
  public:
   explicit DiTBlockImpl(const ImageModelConfig& config);
   // x [B, N, dim]; c_act = SiLU(c) [B, dim], shared by every block.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& c_act) const;
-  DiTAttention attn{nullptr};
-  DiTMlp mlp{nullptr};
+  PatchAttention attn{nullptr};
+  PatchMlp mlp{nullptr};
   torch::nn::ModuleList adaLN_modulation{nullptr};  // [SiLU (no parameters), Linear(dim, 6 dim)]
   Linear modulation{nullptr};                        // adaLN_modulation.1
 };

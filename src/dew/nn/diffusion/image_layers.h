@@ -1,12 +1,15 @@
 #pragma once
-// Building blocks the image networks share: a 2-D convolution and GroupNorm that keep float32 parameters
-// and compute in the input's dtype (as dew::nn::Linear does), the sinusoidal time features, adaLN's
-// modulate, and the seeded initialisers both models draw from.
+// Building blocks the diffusion networks share: GroupNorm that keeps float32 parameters and computes in the
+// input's dtype (as dew::nn::Linear does), the sinusoidal time features and adaLN's modulate. The convolution
+// and the seeded initialisers are nn/patches/conv2d.h and nn/seeded_init.h.
 #include <torch/nn/module.h>
 
 #include <ATen/ATen.h>
 
 #include <cstdint>
+
+#include "dew/nn/patches/conv2d.h"
+#include "dew/nn/seeded_init.h"
 
 namespace dew::nn::diffusion {
 
@@ -24,16 +27,6 @@ at::Tensor modulate(const at::Tensor& x, const at::Tensor& shift, const at::Tens
 // computed in float32 and cast back to x's dtype.
 at::Tensor plain_layer_norm(const at::Tensor& x, double eps);
 
-// A square-kernel 2-D convolution: weight [out, in, k, k], bias [out], cast to x's dtype at use.
-class Conv2dImpl : public torch::nn::Module {
- public:
-  Conv2dImpl(std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_t stride, std::int64_t padding);
-  at::Tensor forward(const at::Tensor& x) const;
-  at::Tensor weight, bias;
-  std::int64_t stride, padding;
-};
-TORCH_MODULE(Conv2d);
-
 // GroupNorm with a per-channel scale and shift, computed in float32 and cast back to x's dtype.
 class GroupNormImpl : public torch::nn::Module {
  public:
@@ -44,14 +37,5 @@ class GroupNormImpl : public torch::nn::Module {
   double eps;
 };
 TORCH_MODULE(GroupNorm);
-
-// Seeded initialisers: values are drawn in float32 on the CPU from `generator` and copied into p (whatever
-// its device), so a seed gives the same weights everywhere. fan_in/fan_out treat p as [size(0), rest].
-void fill_normal(at::Tensor& p, double std_dev, at::Generator& generator);
-void fill_uniform(at::Tensor& p, double bound, at::Generator& generator);
-void fill_xavier_uniform(at::Tensor& p, at::Generator& generator);   // bound sqrt(6 / (fan_in + fan_out))
-void fill_torch_default(at::Tensor& p, at::Generator& generator);    // PyTorch's Linear/Conv default: bound 1/sqrt(fan_in)
-
-bool ends_with(const std::string& name, const std::string& suffix);
 
 }  // namespace dew::nn::diffusion

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "dew/core/error.h"
-#include "dew/nn/diffusion/image_layers.h"
+#include "dew/nn/seeded_init.h"
 
 namespace dew::nn::vision {
 
@@ -38,12 +38,12 @@ void init_like_ijepa(torch::nn::Module& module, std::uint64_t seed) {
   std::map<std::string, at::Tensor> sorted;
   for (const auto& item : module.named_parameters()) sorted.emplace(item.key(), item.value());
   for (auto& [name, p] : sorted) {
-    if (diffusion::ends_with(name, "_weight") && p.dim() == 1) {
+    if (ends_with(name, "_weight") && p.dim() == 1) {
       p.fill_(1.0);  // LayerNorm scales
-    } else if (diffusion::ends_with(name, "bias")) {
+    } else if (ends_with(name, "bias")) {
       p.zero_();
     } else {
-      diffusion::fill_normal(p, 0.02, generator);
+      fill_normal(p, 0.02, generator);
     }
   }
 }
@@ -72,10 +72,10 @@ at::Tensor gather_patches(const at::Tensor& x, const at::Tensor& index) {
 ViTBlockImpl::ViTBlockImpl(std::int64_t dim, std::int64_t heads, double mlp_ratio) {
   norm1_weight = register_parameter("norm1_weight", at::ones({dim}));
   norm1_bias = register_parameter("norm1_bias", at::zeros({dim}));
-  attn = register_module("attn", diffusion::DiTAttention(dim, heads));
+  attn = register_module("attn", PatchAttention(dim, heads));
   norm2_weight = register_parameter("norm2_weight", at::ones({dim}));
   norm2_bias = register_parameter("norm2_bias", at::zeros({dim}));
-  mlp = register_module("mlp", diffusion::DiTMlp(dim, static_cast<std::int64_t>(static_cast<double>(dim) * mlp_ratio)));
+  mlp = register_module("mlp", PatchMlp(dim, static_cast<std::int64_t>(static_cast<double>(dim) * mlp_ratio)));
 }
 
 at::Tensor ViTBlockImpl::forward(const at::Tensor& x) const {
@@ -86,8 +86,8 @@ at::Tensor ViTBlockImpl::forward(const at::Tensor& x) const {
 VisionTransformerImpl::VisionTransformerImpl(VisionTransformerConfig config) : config_(std::move(config)) {
   config_.validate();
   const auto& c = config_;
-  patch_embed = register_module("patch_embed", diffusion::PatchEmbed(c.channels, c.dim, c.patch_size));
-  pos_embed = register_buffer("pos_embed", diffusion::sincos_positions_2d(c.dim, c.grid()).unsqueeze(0));
+  patch_embed = register_module("patch_embed", PatchEmbed(c.channels, c.dim, c.patch_size));
+  pos_embed = register_buffer("pos_embed", sincos_positions_2d(c.dim, c.grid()).unsqueeze(0));
   blocks = register_module("blocks", make_blocks(c.depth, c.dim, c.heads, c.mlp_ratio));
   norm_weight = register_parameter("norm_weight", at::ones({c.dim}));
   norm_bias = register_parameter("norm_bias", at::zeros({c.dim}));
@@ -111,7 +111,7 @@ JepaPredictorImpl::JepaPredictorImpl(VisionTransformerConfig config) : config_(s
   const auto& c = config_;
   predictor_embed = register_module("predictor_embed", Linear(c.dim, c.predictor_dim, true, at::kFloat));
   mask_token = register_parameter("mask_token", at::zeros({1, 1, c.predictor_dim}));
-  pos_embed = register_buffer("pos_embed", diffusion::sincos_positions_2d(c.predictor_dim, c.grid()).unsqueeze(0));
+  pos_embed = register_buffer("pos_embed", sincos_positions_2d(c.predictor_dim, c.grid()).unsqueeze(0));
   predictor_blocks = register_module("predictor_blocks", make_blocks(c.predictor_depth, c.predictor_dim, c.predictor_heads, c.mlp_ratio));
   norm_weight = register_parameter("norm_weight", at::ones({c.predictor_dim}));
   norm_bias = register_parameter("norm_bias", at::zeros({c.predictor_dim}));

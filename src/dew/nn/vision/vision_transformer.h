@@ -1,6 +1,7 @@
 #pragma once
-// I-JEPA's networks (Assran et al. 2023; facebookresearch/ijepa's vision_transformer.py), on the image
-// diffusion parts: DiT's patch embedding and fixed 2-D sin-cos positions, its attention and MLP.
+// I-JEPA's networks (Assran et al. 2023; facebookresearch/ijepa's vision_transformer.py), built from the patch
+// transformer layers DiT uses too (nn/patches/patch_layers.h: patch embedding, fixed 2-D sin-cos positions,
+// attention, MLP).
 //
 //   VisionTransformer: patches -> (+ positions) -> keep the given patches -> pre-norm transformer blocks ->
 //     LayerNorm. The context encoder sees the context patches only; the target encoder (same config) all.
@@ -16,7 +17,7 @@
 
 #include <cstdint>
 
-#include "dew/nn/diffusion/dit.h"
+#include "dew/nn/patches/patch_layers.h"
 #include "dew/nn/layers.h"
 
 namespace dew::nn::vision {
@@ -52,8 +53,8 @@ class ViTBlockImpl : public torch::nn::Module {
   ViTBlockImpl(std::int64_t dim, std::int64_t heads, double mlp_ratio);
   at::Tensor forward(const at::Tensor& x) const;
   at::Tensor norm1_weight, norm1_bias, norm2_weight, norm2_bias;
-  diffusion::DiTAttention attn{nullptr};
-  diffusion::DiTMlp mlp{nullptr};
+  PatchAttention attn{nullptr};
+  PatchMlp mlp{nullptr};
 };
 TORCH_MODULE(ViTBlock);
 
@@ -65,7 +66,7 @@ class VisionTransformerImpl : public torch::nn::Module {
   void init_parameters(std::uint64_t seed);
   const VisionTransformerConfig& config() const { return config_; }
 
-  diffusion::PatchEmbed patch_embed{nullptr};
+  PatchEmbed patch_embed{nullptr};
   torch::nn::ModuleList blocks{nullptr};
   at::Tensor pos_embed;  // buffer [1, N, dim], fixed sin-cos
   at::Tensor norm_weight, norm_bias;
