@@ -69,6 +69,8 @@ struct Outcome {
   std::vector<float> logprobs;
   std::vector<std::vector<std::pair<int32_t, float>>> top;
   std::vector<int64_t> steps;  // engine step (0-based) in which each token arrived
+  std::vector<dew::inference::EngineToken> prompt_scores;  // EngineEvent::prompt, when it came
+  int prompt_events = 0, prompt_event_token = -1;          // events carrying prompt scores; at which token
   FinishReason finish = FinishReason::running;
   int finals = 0;  // final events: exactly one
   std::string error;
@@ -83,6 +85,11 @@ class Recorder {
   int64_t submit(const EngineRequest& r, std::function<bool(const Outcome&)> keep_going = {}) {
     auto slot = std::make_shared<Outcome>();
     auto id = engine_.submit(r, [this, slot, keep_going](const EngineEvent& e) {
+      if (!e.prompt.empty()) {
+        slot->prompt_scores = e.prompt;
+        slot->prompt_events += 1;
+        slot->prompt_event_token = static_cast<int>(slot->tokens.size());
+      }
       if (e.token) {
         slot->tokens.push_back(e.token->id);
         slot->logprobs.push_back(e.token->logprob);
@@ -450,6 +457,58 @@ TEST(Engine, LogprobsAreTheRawLogSoftmaxAndTopLogprobsAreSorted) {
   auto p = plain.submit(request_of(kPrompts[0], greedy(2)));
   plain.run();
   EXPECT_TRUE(plain[p].top[0].empty());
+}
+
+// Echo with logprobs: each prompt token after the first scored by the same forward that prefills it, chunk
+// by chunk (a budget of 4 cuts the 9-token prompt 4 + 4 + 1), against a full forward's log_softmax (the 1e-5
+// bound of the test above: the same sums in another order). Reported once, with the first token; a twin
+// with the same prompt and settings gets the same scores from the shared prefill, one without asks for none.
+TEST(Engine, PromptLogprobsScoreEveryPromptTokenAcrossPrefillChunks) {
+  auto model = fixture_model("llama");
+  const auto& prompt = kPrompts[4];
+  EngineOptions options;
+  options.step_token_budget = 4;
+  Engine engine(model, options);
+  Recorder recorder(engine);
+  auto scored = request_of(prompt, greedy(3));
+  scored.prompt_logprobs = true;
+  scored.top_logprobs = 3;
+  auto first = recorder.submit(scored);
+  recorder.run();
+  Engine shared(model, EngineOptions{});  // the default budget prefills the prompt whole, once for both twins
+  Recorder twins(shared);
+  auto twin_a = twins.submit(scored), twin_b = twins.submit(scored);
+  auto plain = twins.submit(request_of(prompt, greedy(3)));
+  twins.step();
+  EXPECT_EQ(shared.stats().prompt_tokens, 27);  // three prompts in after one step: the twins' and plain's copies
+  twins.run();
+
+  at::Tensor reference;
+  {
+    at::NoGradGuard no_grad;
+    std::vector<int64_t> ids(prompt.begin(), prompt.end());
+    reference = at::log_softmax(model->forward({at::tensor(ids, at::kLong).view({1, -1})})[0], -1);  // [9, vocab]
+  }
+  for (auto [id, from] : {std::pair{first, &recorder}, std::pair{twin_a, &twins}, std::pair{twin_b, &twins}}) {
+    const auto& o = (*from)[id];
+    EXPECT_EQ(o.prompt_events, 1) << id;
+    EXPECT_EQ(o.prompt_event_token, 0) << "with the first generated token";
+    ASSERT_EQ(o.prompt_scores.size(), prompt.size() - 1) << id;
+    for (size_t j = 0; j + 1 < prompt.size(); ++j) {
+      const auto& token = o.prompt_scores[j];
+      EXPECT_EQ(token.id, prompt[j + 1]);
+      EXPECT_NEAR(token.logprob, reference[j][prompt[j + 1]].item<float>(), 1e-5) << "prompt token " << j + 1;
+      ASSERT_EQ(token.top.size(), 3u);
+      auto [values, top_ids] = at::topk(reference[j], 3);
+      for (int t = 0; t < 3; ++t) {
+        EXPECT_NEAR(token.top[t].second, values[t].item<float>(), 1e-5);
+        EXPECT_NEAR(reference[j][token.top[t].first].item<float>(), token.top[t].second, 1e-5);
+      }
+    }
+    EXPECT_EQ(o.tokens, twins[plain].tokens) << "scoring the prompt changes nothing generated";
+  }
+  EXPECT_EQ(twins[twin_a].prompt_scores[2].logprob, twins[twin_b].prompt_scores[2].logprob);
+  EXPECT_EQ(twins[plain].prompt_events, 0);
 }
 
 // OpenAI's penalties on greedy decoding against a cache-free loop that applies them by hand.

@@ -71,6 +71,16 @@ def check_completions(client, model):
                                          extra_body={"ignore_eos": True})
     text = "".join(c.choices[0].text for c in streamed if c.choices)
     assert text == choice.text, f"streamed {text!r}, whole {choice.text!r}"
+    # echo + logprobs scores the prompt too: its first token's entries are None (nothing predicts it).
+    scored = client.completions.create(model=model, prompt="Once upon a time", max_tokens=5, temperature=0, logprobs=2,
+                                       echo=True, extra_body={"ignore_eos": True})
+    lp = scored.choices[0].logprobs
+    n_prompt = scored.usage.prompt_tokens
+    assert scored.choices[0].text == "Once upon a time" + choice.text, scored.choices[0].text
+    assert len(lp.tokens) == n_prompt + 5 and lp.token_logprobs[0] is None and lp.top_logprobs[0] is None, lp
+    assert all(x <= 0 for x in lp.token_logprobs[1:]), lp.token_logprobs
+    assert "".join(lp.tokens[:n_prompt]) == "Once upon a time", lp.tokens
+    assert lp.tokens[n_prompt:] == choice.logprobs.tokens, (lp.tokens, choice.logprobs.tokens)
 
 
 def check_errors(client, model, base_url):

@@ -195,6 +195,33 @@ TEST_F(ServeHttp, CompletionsWithLogprobsEchoAndSeveralChoices) {
   ASSERT_EQ(echo.status, 200) << echo.body;
   EXPECT_EQ(echo.data()["choices"][0]["text"].get<std::string>().rfind("Once upon a time", 0), 0u);
 
+  // echo with logprobs: the prompt's tokens scored too, the first with nulls (nothing predicts it), as OpenAI
+  // answers; the generated entries are the plain request's, their offsets after the echoed prompt.
+  auto scored = post(port(), "/v1/completions", json{{"prompt", "Once upon a time"}, {"max_tokens", 3}, {"temperature", 0},
+                                                     {"logprobs", 3}, {"echo", true}, {"ignore_eos", true}}.dump());
+  ASSERT_EQ(scored.status, 200) << scored.body;
+  const auto scored_data = scored.data();
+  const auto& all = scored_data["choices"][0]["logprobs"];
+  const auto prompt_tokens = scored_data["usage"]["prompt_tokens"].get<std::size_t>();
+  ASSERT_EQ(all["tokens"].size(), prompt_tokens + 3) << all;
+  ASSERT_EQ(all["token_logprobs"].size(), prompt_tokens + 3);
+  EXPECT_TRUE(all["token_logprobs"][0].is_null());
+  EXPECT_TRUE(all["top_logprobs"][0].is_null());
+  std::string prompt_text;
+  for (std::size_t i = 0; i < prompt_tokens; ++i) {
+    EXPECT_EQ(all["text_offset"][i].get<std::size_t>(), prompt_text.size()) << i;  // ASCII: bytes = code points
+    prompt_text += all["tokens"][i].get<std::string>();
+    if (i == 0) continue;
+    EXPECT_LE(all["token_logprobs"][i].get<double>(), 0.0);
+    EXPECT_GE(all["top_logprobs"][i].size(), 1u);
+  }
+  EXPECT_EQ(prompt_text, "Once upon a time");
+  for (std::size_t t = 0; t < 3; ++t) {
+    EXPECT_EQ(all["tokens"][prompt_tokens + t], logprobs["tokens"][t]);
+    EXPECT_NEAR(all["token_logprobs"][prompt_tokens + t].get<double>(), logprobs["token_logprobs"][t].get<double>(), 1e-6);
+    EXPECT_EQ(all["text_offset"][prompt_tokens + t].get<std::size_t>(), 16 + logprobs["text_offset"][t].get<std::size_t>());
+  }
+
   auto several = post(port(), "/v1/completions",
                       json{{"prompt", {"a b", "c d"}}, {"n", 2}, {"max_tokens", 3}, {"seed", 7}, {"temperature", 1.0}}.dump());
   ASSERT_EQ(several.status, 200) << several.body;

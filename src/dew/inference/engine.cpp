@@ -72,6 +72,7 @@ struct Engine::State {
     std::int64_t generated = 0;
     std::int32_t last = 0;      // the newest generated token, which the next decode feeds
     std::optional<RequestSampler> sampler;
+    std::vector<EngineToken> prompt_scores;  // prompt_logprobs: filled by prefill, handed over with the first token
     bool finished = false;
 
     std::int64_t prompt_length() const { return static_cast<std::int64_t>(request.prompt.size()); }
@@ -224,10 +225,41 @@ struct Engine::State {
     auto& view = cache.view(r.row, 1, r.cached + chunk);
     auto hidden = model->hidden_states({device_prefill[0].narrow(0, 0, chunk).view({1, chunk}),
                                         device_prefill[1].narrow(0, 0, chunk).view({1, chunk}), {}, &view});
+    if (r.request.prompt_logprobs) score_prompt(r, hidden.squeeze(0), chunk);
     r.cached += chunk;
     totals.prompt_tokens += chunk;
     if (r.cached < r.prompt_length()) return {};
     return model->logits(hidden.narrow(1, chunk - 1, 1)).squeeze(1);
+  }
+
+  // prompt_logprobs: the log-probability of each prompt token this chunk predicts (positions r.cached ..
+  // r.cached + chunk - 1 predict the tokens one further on), with the request's top alternatives. A separate
+  // product over the chunk's hidden states, so the last position's logits (what sampling reads) are computed
+  // exactly as without scoring.
+  void score_prompt(Request& r, const at::Tensor& hidden, std::int64_t chunk) {
+    const auto scored = std::min(chunk, r.prompt_length() - 1 - r.cached);  // the last position predicts no prompt token
+    if (scored <= 0) return;
+    auto logprobs = at::log_softmax(model->logits(hidden.narrow(0, 0, scored).unsqueeze(0)).squeeze(0).to(at::kFloat), -1);
+    std::vector<std::int64_t> next(static_cast<std::size_t>(scored));
+    for (std::int64_t j = 0; j < scored; ++j) next[static_cast<std::size_t>(j)] = r.request.prompt[static_cast<std::size_t>(r.cached + j + 1)];
+    auto targets = at::tensor(next, at::kLong).to(logprobs.device());
+    auto chosen = logprobs.gather(1, targets.unsqueeze(1)).squeeze(1).to(at::kCPU).contiguous();
+    at::Tensor top_values, top_ids;
+    const auto k = std::min<std::int64_t>(r.request.top_logprobs, logprobs.size(1));
+    if (k > 0) {
+      auto [values, ids] = at::topk(logprobs, k, -1);
+      top_values = values.to(at::kCPU).contiguous();
+      top_ids = ids.to(at::kCPU).contiguous();
+    }
+    for (std::int64_t j = 0; j < scored; ++j) {
+      EngineToken token;
+      token.id = static_cast<std::int32_t>(next[static_cast<std::size_t>(j)]);
+      token.logprob = chosen.data_ptr<float>()[j];
+      for (std::int64_t t = 0; t < k; ++t) {
+        token.top.emplace_back(static_cast<std::int32_t>(top_ids.data_ptr<std::int64_t>()[j * k + t]), top_values.data_ptr<float>()[j * k + t]);
+      }
+      r.prompt_scores.push_back(std::move(token));
+    }
   }
 
   // Picks, reports and settles one token for each request in `produced`, whose next-token logits are the
@@ -288,6 +320,7 @@ struct Engine::State {
       event.request = r.id;
       event.prompt_tokens = r.prompt_length();
       event.completion_tokens = r.generated;
+      if (r.generated == 1) event.prompt = std::move(r.prompt_scores);
       r.last = token.id;
       event.token = std::move(token);
       const bool go_on = deliver(r, event);
@@ -336,9 +369,14 @@ struct Engine::State {
     for (auto* r : std::vector<Request*>(prefilling)) {
       if (r->finished) continue;
       if (r->cached == 0) {
-        auto twin = std::find_if(prefilled_whole.begin(), prefilled_whole.end(),
-                                 [&](const auto& p) { return p.first->request.prompt == r->request.prompt; });
+        // A twin that scored its prompt as this request asks (or this one asks for no scores) serves it.
+        auto twin = std::find_if(prefilled_whole.begin(), prefilled_whole.end(), [&](const auto& p) {
+          const auto& q = p.first->request;
+          return q.prompt == r->request.prompt &&
+                 (!r->request.prompt_logprobs || (q.prompt_logprobs && q.top_logprobs == r->request.top_logprobs));
+        });
         if (twin != prefilled_whole.end()) {
+          if (r->request.prompt_logprobs) r->prompt_scores = twin->first->prompt_scores;
           cache.move(twin->first->row, r->row, r->prompt_length());
           r->cached = r->prompt_length();
           totals.prompt_tokens += r->prompt_length();

@@ -38,6 +38,10 @@ struct EngineRequest {
   double presence_penalty = 0.0;       // OpenAI: subtracted once from every token already generated
   double frequency_penalty = 0.0;      // OpenAI: subtracted per occurrence among generated tokens
   std::int64_t top_logprobs = 0;       // alternatives reported per token (0..20)
+  // Score the prompt too (OpenAI completions' echo with logprobs): each prompt token after the first gets its
+  // log-probability given the tokens before it, and top_logprobs alternatives, from the prefill's forward
+  // (every position's logits instead of the last one's). Reported with the first generated token.
+  bool prompt_logprobs = false;
 };
 
 // Why a request ended.
@@ -55,6 +59,8 @@ struct EngineEvent {
   std::int64_t request = 0;
   FinishReason finish = FinishReason::running;
   std::optional<EngineToken> token;
+  // With EngineRequest::prompt_logprobs, on the first token's event: prompt[j] scores prompt token j + 1.
+  std::vector<EngineToken> prompt;
   std::string error;
   std::int64_t prompt_tokens = 0, completion_tokens = 0;
 };

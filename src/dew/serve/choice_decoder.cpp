@@ -32,6 +32,23 @@ ChoiceDelta ChoiceDecoder::push(std::int32_t id, float logprob, std::span<const 
   return delta;
 }
 
+ChoiceDelta ChoiceDecoder::prompt_logprobs(std::span<const std::int32_t> prompt,
+                                          std::span<const PromptTokenScore> scores) const {
+  ChoiceDelta delta;
+  IncrementalDetokenizer pieces(decode_, {});
+  std::size_t offset = 0;
+  for (std::size_t j = 0; j < prompt.size(); ++j) {
+    TokenLogprob entry{describe(prompt[j], 0.0f), {}, offset, /*in_prompt=*/true, /*has_logprob=*/j > 0};
+    if (j > 0 && j - 1 < scores.size()) {
+      entry.chosen.logprob = scores[j - 1].logprob;
+      for (const auto& [alt, alt_logprob] : scores[j - 1].top) entry.top.push_back(describe(alt, alt_logprob));
+    }
+    offset += utf8_length(pieces.push(prompt[j]));
+    delta.logprobs.push_back(std::move(entry));
+  }
+  return delta;
+}
+
 ChoiceDelta ChoiceDecoder::finish(const std::string& reason) {
   ChoiceDelta delta;
   if (finished_) return delta;

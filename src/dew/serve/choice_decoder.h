@@ -34,6 +34,14 @@ struct TokenLogprob {
   TokenAlternative chosen;
   std::vector<TokenAlternative> top;  // most likely first
   std::size_t text_offset = 0;        // code points of the choice's text before this token
+  bool in_prompt = false;             // echo: a prompt token; its offset counts from the prompt's start
+  bool has_logprob = true;            // false for the prompt's first token, which nothing predicts (JSON null)
+};
+
+// A prompt token's score from the engine: its log-probability and the alternatives (id, log-probability).
+struct PromptTokenScore {
+  float logprob = 0;
+  std::vector<std::pair<std::int32_t, float>> top;
 };
 
 struct ChoiceDelta {
@@ -57,6 +65,10 @@ class ChoiceDecoder {
 
   // A generated token, its log-probability and the alternatives (id, log-probability) the engine reported.
   ChoiceDelta push(std::int32_t id, float logprob, std::span<const std::pair<std::int32_t, float>> top = {});
+  // Echo with logprobs: entries for the prompt's tokens, to come before the generated ones; scores[j] is
+  // prompt[j + 1]'s (the first token gets an entry without a log-probability, as OpenAI sends it). Offsets
+  // count code points from the prompt's start, as the echoed text has them.
+  ChoiceDelta prompt_logprobs(std::span<const std::int32_t> prompt, std::span<const PromptTokenScore> scores) const;
   // The end, for `reason` ("stop" at an end-of-turn id, "length" at max_tokens, ...): releases held text.
   // A stop string found earlier makes the reason "stop" whatever the engine says.
   ChoiceDelta finish(const std::string& reason);

@@ -107,6 +107,7 @@ BuiltJob build_job(const CompletionRequest& request, const ServedModel& model) {
       engine_request.presence_penalty = request.presence_penalty;
       engine_request.frequency_penalty = request.frequency_penalty;
       engine_request.top_logprobs = request.logprobs ? request.top_logprobs : 0;
+      engine_request.prompt_logprobs = request.echo && request.logprobs;
       built.job->requests.push_back(std::move(engine_request));
       const auto* tokenizer = model.tokenizer->tokenizer.get();
       built.job->decoders.emplace_back(

@@ -261,12 +261,7 @@ CompletionRequest parse_completion_request(const nlohmann::json& body, const Req
     out.logprobs = true;
     out.top_logprobs = *count;
   }
-  out.echo = read_bool(body, "echo").value_or(false);
-  if (out.echo && out.logprobs) {
-    // The prompt's own log-probabilities would need a scoring pass the engine does not report.
-    invalid_field("echo", "'echo' together with 'logprobs' is not supported (prompt log-probabilities are not computed); drop one of them",
-                  "unsupported_parameter");
-  }
+  out.echo = read_bool(body, "echo").value_or(false);  // with logprobs, the prompt's tokens are scored too
   if (auto suffix = read_string(body, "suffix"); suffix && !suffix->empty()) unsupported("suffix", "(insertion)");
   if (auto best_of = read_integer(body, "best_of", 1, std::numeric_limits<std::int32_t>::max()); best_of && *best_of != out.n) {
     unsupported("best_of", std::to_string(*best_of));

@@ -76,6 +76,12 @@ Json completion_logprobs_json(const std::vector<TokenLogprob>& entries, std::siz
   Json tokens = Json::array(), token_logprobs = Json::array(), top = Json::array(), offsets = Json::array();
   for (const auto& entry : entries) {
     tokens.push_back(entry.chosen.token);
+    if (!entry.has_logprob) {  // the prompt's first token: OpenAI sends null for its score and alternatives
+      token_logprobs.push_back(nullptr);
+      top.push_back(nullptr);
+      offsets.push_back(entry.text_offset);
+      continue;
+    }
     token_logprobs.push_back(entry.chosen.logprob);
     Json alternatives = Json::object();
     // Two alternatives with the same text (different ids) keep the more likely one: a JSON object
@@ -83,7 +89,7 @@ Json completion_logprobs_json(const std::vector<TokenLogprob>& entries, std::siz
     for (const auto& alt : entry.top)
       if (!alternatives.contains(alt.token)) alternatives[alt.token] = alt.logprob;
     top.push_back(std::move(alternatives));
-    offsets.push_back(first_offset + entry.text_offset);
+    offsets.push_back((entry.in_prompt ? 0 : first_offset) + entry.text_offset);
   }
   Json out;
   out["tokens"] = std::move(tokens);

@@ -108,6 +108,12 @@ bool ServingLoop::on_event(ServeJob& job, std::size_t choice, const inference::E
         job.first_token_seen = true;
         metrics_.record_first_token(std::chrono::duration<double>(ServeJob::Clock::now() - job.arrived).count());
       }
+      if (!event.prompt.empty()) {  // echo with logprobs: the prompt's entries come first
+        std::vector<PromptTokenScore> scores;
+        scores.reserve(event.prompt.size());
+        for (const auto& scored : event.prompt) scores.push_back({scored.logprob, scored.top});
+        job.push({.choice = choice, .delta = decoder.prompt_logprobs(job.requests[choice].prompt, scores)});
+      }
       const auto& token = *event.token;
       auto delta = decoder.push(token.id, token.logprob, token.top);
       if (!delta.empty()) job.push({.choice = choice, .delta = std::move(delta)});
