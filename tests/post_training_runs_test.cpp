@@ -288,6 +288,14 @@ TEST(PostTrainingRuns, GrpoWithLoraTrainsAdaptersAgainstItsBase) {
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records.front().scalars.at("kl"), 0.0);  // policy == base before the first update, bit for bit
   EXPECT_TRUE(std::isfinite(records.back().scalars.at("kl")));
+  // Each step samples (grpo.epochs 1) and says where that time went: phases inside the step's own time.
+  for (const auto& record : records) {
+    const auto& s = record.scalars;
+    EXPECT_GT(s.at("time/rollout_seconds"), 0.0);
+    EXPECT_GE(s.at("time/reward_seconds"), 0.0);
+    EXPECT_GT(s.at("time/reference_seconds"), 0.0);  // beta 0.1: the base's log-probabilities
+    EXPECT_LE(s.at("time/rollout_seconds") + s.at("time/reward_seconds") + s.at("time/reference_seconds"), s.at("step_seconds"));
+  }
   dew::training::Checkpoint checkpoint(run / "3");
   for (const auto& name : checkpoint.params().names()) EXPECT_NE(name.find(".lora_"), std::string::npos) << name;
   auto eval = run_command(dew::test::dew_single_threaded("eval '" + run.string() + "' --json"));

@@ -3,6 +3,7 @@
 #include "dew/core/stream_seed.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <span>
 
@@ -27,6 +28,8 @@ struct GrpoObjective::Rollout {
   at::Tensor advantages;    // float [R]
   at::Tensor rewards;       // double [R, K]: each reward's score, in the order of the rewards
   at::Tensor lengths;       // int64 [R]: completion tokens
+  // Where the sampling pass's time went (seconds): generation, the rewards, the reference's log-probabilities.
+  double rollout_seconds = 0, reward_seconds = 0, reference_seconds = 0;
 };
 
 namespace {
@@ -179,7 +182,11 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
   sampling.n = config_.group_size;
   sampling.eos_ids = stop_ids_;
   sampling.seed = rollout_seed(seed_, step, micro);
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  auto started = Clock::now();
   const inference::Generation g = inference::generate(policy_, prompts, sampling);
+  const double rollout_seconds = seconds_since(started);
 
   // Completions as text for the rewards: without the stop token, as TRL decodes with skip_special_tokens.
   const std::int64_t rows = g.rows();
@@ -195,6 +202,7 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
   }
   std::vector<std::vector<double>> per_reward;
   std::vector<double> total;
+  started = Clock::now();
   try {
     total = score(row_prompt, completions, &per_reward);
   } catch (const Error& e) {
@@ -203,6 +211,8 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
   }
 
   Rollout out;
+  out.rollout_seconds = rollout_seconds;
+  out.reward_seconds = seconds_since(started);
   out.prompt_index = prompt_index.to(at::kCPU, at::kLong).contiguous().clone();
   at::Tensor ids = at::zeros({rows, width}, at::kLong);
   at::Tensor mask = at::zeros({rows, width - 1}, at::kFloat);
@@ -230,6 +240,7 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
   out.lengths = lengths;
   out.rewards = scores;
   out.advantages = group_advantages(at::tensor(total, at::kDouble).to(at::kFloat), config_.group_size, config_.scale_rewards).to(device);
+  started = Clock::now();
   if (config_.beta > 0 && reference_is_base_) {
     at::NoGradGuard no_grad;
     nn::AdaptersOff base(policy_);
@@ -239,6 +250,7 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
     at::NoGradGuard no_grad;
     out.ref_logp = logprobs(reference_, out.ids, out.mask).detach();
   }
+  out.reference_seconds = seconds_since(started);
   return out;
 }
 
@@ -289,6 +301,11 @@ Loss GrpoObjective::loss(const data::Batch& batch, std::int64_t step) {
     out.metrics.add("reward/" + rewards_[k]->name(), per_reward.select(1, static_cast<std::int64_t>(k)).sum().item<double>(), rows);
   }
   out.metrics.add("completion_length", static_cast<double>(r.lengths.sum().item<std::int64_t>()), rows);
+  if (step == group_step) {  // the sampling pass: where its time went (later passes reuse the rollout)
+    out.metrics.add("time/rollout_seconds", r.rollout_seconds, 1);
+    out.metrics.add("time/reward_seconds", r.reward_seconds, 1);
+    out.metrics.add("time/reference_seconds", r.reference_seconds, 1);
+  }
   return out;
 }
 
