@@ -15,12 +15,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Buffers transformers recomputes and older checkpoints still carry.
-bool ignorable(const std::string& name) { return ends_with(name, ".rotary_emb.inv_freq"); }
+bool ignorable(const std::string& name) { return name.ends_with(".rotary_emb.inv_freq"); }
 
 // A family's tensor names: dew's own (Hugging Face Llama's) for every family but LLaDA, which has OLMo's.
 struct TensorNames {

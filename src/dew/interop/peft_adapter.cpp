@@ -19,10 +19,6 @@ const std::string kPrefix = "base_model.model.";  // where peft's PeftModelForCa
 const char* kConfigFile = "adapter_config.json";
 const char* kWeightsFile = "adapter_model.safetensors";
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // A whole number as a JSON integer (peft writes lora_alpha 16, not 16.0).
 Json number(double value) {
   if (std::floor(value) == value && std::abs(value) < 1e15) return static_cast<std::int64_t>(value);
@@ -151,7 +147,7 @@ PeftAdapter read_peft_adapter(const fs::path& dir) {
   if (!fs::exists(weights_path)) dew::fail("'", dir.string(), "' has no ", kWeightsFile, " (dew reads the safetensors form only)");
   formats::SafetensorsFile file(weights_path);
   for (const auto& name : file.names()) {
-    if (name.rfind(kPrefix, 0) != 0 || !(ends_with(name, ".lora_A.weight") || ends_with(name, ".lora_B.weight"))) {
+    if (name.rfind(kPrefix, 0) != 0 || !(name.ends_with(".lora_A.weight") || name.ends_with(".lora_B.weight"))) {
       dew::fail("'", weights_path.string(), "' has tensor '", name, "', which is not a LoRA matrix named ", kPrefix,
                 "<module>.lora_A.weight or .lora_B.weight");
     }

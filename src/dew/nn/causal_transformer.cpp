@@ -94,16 +94,12 @@ void CausalTransformerImpl::init_parameters(std::uint64_t seed) {
   std::map<std::string, at::Tensor> sorted;
   for (const auto& item : named_parameters()) sorted.emplace(item.key(), item.value());
   for (auto& [name, p] : sorted) {
-    auto ends_with = [&](const char* suffix) {
-      std::string s(suffix);
-      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-    };
-    if (ends_with("norm.weight")) {
+    if (name.ends_with("norm.weight")) {
       p.fill_(1.0 - config_.norm_weight_offset);  // the identity scale
-    } else if (ends_with(".bias")) {
+    } else if (name.ends_with(".bias")) {
       p.zero_();
     } else {
-      bool residual = ends_with("o_proj.weight") || ends_with("down_proj.weight");
+      bool residual = name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight");
       auto values = at::empty(p.sizes(), at::TensorOptions().dtype(at::kFloat));
       values.normal_(0.0, residual ? residual_std : std_dev, generator);
       p.copy_(values);

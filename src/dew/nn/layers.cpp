@@ -2,6 +2,7 @@
 
 #include "dew/core/error.h"
 #include "dew/nn/activations.h"
+#include "dew/nn/cpu_matmul.h"
 #include "dew/nn/quantized/quantized_matrix.h"
 #include "dew/nn/rms_norm.h"
 
@@ -9,8 +10,8 @@ namespace dew::nn {
 
 at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   auto w = weight.scalar_type() == x.scalar_type() ? weight : weight.to(x.scalar_type());
-  if (!bias.defined()) return at::linear(x, w);
-  return at::linear(x, w, bias.scalar_type() == x.scalar_type() ? bias : bias.to(x.scalar_type()));
+  if (!bias.defined()) return cpu_linear(x, w);
+  return cpu_linear(x, w, bias.scalar_type() == x.scalar_type() ? bias : bias.to(x.scalar_type()));
 }
 
 LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias, c10::ScalarType param_dtype) {

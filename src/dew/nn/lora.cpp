@@ -19,10 +19,6 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::string last_name(const std::string& path) {
   auto dot = path.rfind('.');
   return dot == std::string::npos ? path : path.substr(dot + 1);
@@ -35,7 +31,7 @@ std::map<std::string, std::shared_ptr<LinearImpl>> decoder_linears(const torch::
   for (const auto& item : model.named_modules("", /*include_self=*/false)) {
     auto linear = std::dynamic_pointer_cast<LinearImpl>(item.value());
     const auto& name = item.key();
-    if (!linear || name.rfind("model.layers.", 0) != 0 || ends_with(name, ".lora_A") || ends_with(name, ".lora_B")) continue;
+    if (!linear || name.rfind("model.layers.", 0) != 0 || name.ends_with(".lora_A") || name.ends_with(".lora_B")) continue;
     out.emplace(name, linear);
   }
   return out;
@@ -121,7 +117,7 @@ std::int64_t add_lora(CausalTransformer& model, const LoraConfig& config, std::u
     count += a->weight.numel() + b->weight.numel();
   }
   for (auto& item : model->named_parameters()) {
-    bool adapter = ends_with(item.key(), ".lora_A.weight") || ends_with(item.key(), ".lora_B.weight");
+    bool adapter = item.key().ends_with(".lora_A.weight") || item.key().ends_with(".lora_B.weight");
     item.value().set_requires_grad(adapter);
   }
   return count;
@@ -169,7 +165,7 @@ AdaptersOff::~AdaptersOff() {
 std::map<std::string, at::Tensor> lora_parameters(const torch::nn::Module& module) {
   std::map<std::string, at::Tensor> out;
   for (auto& [name, p] : parameter_map(module)) {
-    if (ends_with(name, ".lora_A.weight") || ends_with(name, ".lora_B.weight")) out.emplace(name, p);
+    if (name.ends_with(".lora_A.weight") || name.ends_with(".lora_B.weight")) out.emplace(name, p);
   }
   return out;
 }

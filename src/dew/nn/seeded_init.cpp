@@ -33,8 +33,4 @@ void fill_torch_default(at::Tensor& p, at::Generator& generator) {
   fill_uniform(p, 1.0 / std::sqrt(fans(p).first), generator);
 }
 
-bool ends_with(const std::string& name, const std::string& suffix) {
-  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace dew::nn

@@ -14,7 +14,4 @@ void fill_uniform(at::Tensor& p, double bound, at::Generator& generator);
 void fill_xavier_uniform(at::Tensor& p, at::Generator& generator);   // bound sqrt(6 / (fan_in + fan_out))
 void fill_torch_default(at::Tensor& p, at::Generator& generator);    // PyTorch's Linear/Conv default: bound 1/sqrt(fan_in)
 
-// Whether a parameter's name ends with `suffix` (initialisers pick a rule by name).
-bool ends_with(const std::string& name, const std::string& suffix);
-
 }  // namespace dew::nn

@@ -4,11 +4,13 @@
 
 #include <limits>
 
+#include "dew/nn/cpu_matmul.h"
+
 namespace dew::objectives {
 namespace {
 
 at::Tensor logits_fp32(const at::Tensor& hidden, const at::Tensor& weight, double softcap) {
-  auto z = at::linear(hidden, weight.to(hidden.scalar_type())).to(at::kFloat);
+  auto z = nn::mm_transposed(hidden, weight.to(hidden.scalar_type())).to(at::kFloat);
   return softcap > 0 ? at::tanh(z / softcap) * softcap : z;
 }
 
@@ -65,7 +67,7 @@ struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntrop
       dz.scatter_add_(1, t, at::full({n, 1}, -1.0, dz.options()));
       dz.mul_(w.unsqueeze(1));
       if (softcap > 0) dz.mul_(1 - (z / softcap).pow(2));  // through cap * tanh(x / cap); z is finite here
-      if (grad_hidden_needed) grad_hidden.narrow(0, start, n).copy_(at::mm(dz.to(h.scalar_type()), w_compute));
+      if (grad_hidden_needed) grad_hidden.narrow(0, start, n).copy_(nn::mm_transposed(dz.to(h.scalar_type()), w_compute.t()));
       if (grad_weight_needed) grad_weight.add_(at::mm(dz.t(), h.to(at::kFloat)));
     }
     ctx->save_for_backward({grad_hidden, grad_weight});

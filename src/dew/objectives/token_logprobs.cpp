@@ -5,13 +5,14 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "dew/core/error.h"
+#include "dew/nn/cpu_matmul.h"
 
 namespace dew::objectives {
 namespace {
 
 // Soft-capped logits in fp32, before the temperature (the backward needs them to undo the cap).
 at::Tensor capped_logits(const at::Tensor& hidden, const at::Tensor& weight, double softcap) {
-  auto z = at::linear(hidden, weight.to(hidden.scalar_type())).to(at::kFloat);
+  auto z = nn::mm_transposed(hidden, weight.to(hidden.scalar_type())).to(at::kFloat);
   return softcap > 0 ? at::tanh(z / softcap) * softcap : z;
 }
 
@@ -53,7 +54,7 @@ struct ChunkedTargetLogprobs : public torch::autograd::Function<ChunkedTargetLog
       dz.scatter_add_(1, t, at::ones({n, 1}, dz.options()));
       if (temperature != 1.0) dz.div_(temperature);
       if (softcap > 0) dz.mul_(through_cap);
-      grad_rows.narrow(0, start, n).copy_(at::mm(dz.to(h.scalar_type()), w_compute));
+      grad_rows.narrow(0, start, n).copy_(nn::mm_transposed(dz.to(h.scalar_type()), w_compute.t()));
     }
     if (rows_now) {
       ctx->save_for_backward({grad_rows});
@@ -94,7 +95,7 @@ struct ChunkedTargetLogprobs : public torch::autograd::Function<ChunkedTargetLog
       dz.scatter_add_(1, targets.narrow(0, start, n).unsqueeze(1), at::ones({n, 1}, dz.options()));
       dz.mul_((g.narrow(0, start, n) / temperature).unsqueeze(1));
       if (softcap > 0) dz.mul_(1 - (capped / softcap).pow(2));  // through cap * tanh(x / cap)
-      grad_hidden.narrow(0, start, n).copy_(at::mm(dz.to(h.scalar_type()), w_compute));
+      grad_hidden.narrow(0, start, n).copy_(nn::mm_transposed(dz.to(h.scalar_type()), w_compute.t()));
       grad_weight.add_(at::mm(dz.t(), h.to(at::kFloat)));
     }
     return {grad_hidden, grad_weight.to(weight.scalar_type()), none, none, none, none, none, none};

@@ -90,7 +90,7 @@ void DiTImpl::init_parameters(std::uint64_t seed) {
   for (auto& [name, p] : sorted) {
     if (name == "pos_embed") {
       p.copy_(sincos_positions_2d(config_.dim, config_.dit_grid()).unsqueeze(0));
-    } else if (ends_with(name, ".bias") || name.find("adaLN_modulation") != std::string::npos ||
+    } else if (name.ends_with(".bias") || name.find("adaLN_modulation") != std::string::npos ||
                name.rfind("final_layer.linear.", 0) == 0) {
       p.zero_();  // adaLN-Zero: every block starts as the identity and the output at zero
     } else if (name.rfind("t_embedder.", 0) == 0 || name.rfind("y_embedder.", 0) == 0) {

@@ -158,8 +158,8 @@ void UNetImpl::init_parameters(std::uint64_t seed) {
     const bool zeroed = name.rfind("conv_out.", 0) == 0 || name.find(".conv2.") != std::string::npos ||
                         name.find(".to_out.0.") != std::string::npos;
     if (norm_params.count(p.unsafeGetTensorImpl())) {
-      if (ends_with(name, ".weight")) p.fill_(1.0); else p.zero_();
-    } else if (zeroed || ends_with(name, ".bias")) {
+      if (name.ends_with(".weight")) p.fill_(1.0); else p.zero_();
+    } else if (zeroed || name.ends_with(".bias")) {
       p.zero_();
     } else if (name == "class_embedding.weight") {
       fill_normal(p, 1.0, generator);

@@ -38,9 +38,9 @@ void init_like_ijepa(torch::nn::Module& module, std::uint64_t seed) {
   std::map<std::string, at::Tensor> sorted;
   for (const auto& item : module.named_parameters()) sorted.emplace(item.key(), item.value());
   for (auto& [name, p] : sorted) {
-    if (ends_with(name, "_weight") && p.dim() == 1) {
+    if (name.ends_with("_weight") && p.dim() == 1) {
       p.fill_(1.0);  // LayerNorm scales
-    } else if (ends_with(name, "bias")) {
+    } else if (name.ends_with("bias")) {
       p.zero_();
     } else {
       fill_normal(p, 0.02, generator);
