@@ -5,6 +5,7 @@
 //
 //   decode_bench --model FILE.gguf [--new-tokens 128] [--threads 2] [--rounds 3] [--prompt TEXT]
 //                [--dtype native|float32|bfloat16] [--kernels auto|scalar|avx2|avx512] [--dequantize-rows N]
+//                [--batch B] [--temperature T] [--top-p P]
 //
 // --dtype: how the weights are held (native: the GGUF's quantized blocks, the inference default);
 // --kernels forces an instruction set for the quantized kernels; --dequantize-rows sets the activation
@@ -13,6 +14,9 @@
 // One round: generate(max_new_tokens = 1) (prefill + one token), then generate(max_new_tokens = N); the
 // decode rate is (N - 1) / (t_N - t_1), the prefill rate prompt_tokens / t_1. Medians over rounds, after
 // one warm-up round. EOS does not stop the row (every round makes exactly N tokens).
+// --batch B decodes B continuations of the prompt together (the engine's batched decode, as `dew serve`
+// runs it with B clients): the decode rate is then the aggregate, B (N - 1) / (t_N - t_1).
+// --temperature (default 0: greedy) and --top-p sample instead, row r with seed r, to time sampling too.
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -41,8 +45,9 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 int main(int argc, char** argv) try {
   std::string model_path, prompt_text = "What is the capital of France?";
-  std::int64_t new_tokens = 128, threads = 2, rounds = 3, dequantize_rows = 0;
+  std::int64_t new_tokens = 128, threads = 2, rounds = 3, dequantize_rows = 0, batch = 1;
   std::string dtype = "native", kernels = "auto";
+  double temperature = 0.0, top_p = 1.0;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     auto value = [&]() -> std::string {
@@ -57,6 +62,9 @@ int main(int argc, char** argv) try {
     else if (flag == "--dtype") dtype = value();
     else if (flag == "--kernels") kernels = value();
     else if (flag == "--dequantize-rows") dequantize_rows = std::stoll(value());
+    else if (flag == "--batch") batch = std::stoll(value());
+    else if (flag == "--temperature") temperature = std::stod(value());
+    else if (flag == "--top-p") top_p = std::stod(value());
     else dew::fail("decode_bench: unknown flag ", flag);
   }
   if (model_path.empty()) dew::fail("decode_bench: --model FILE.gguf is required (bash scripts/fetch_models.sh)");
@@ -83,8 +91,10 @@ int main(int argc, char** argv) try {
 
   auto run = [&](std::int64_t n) {
     dew::inference::Sampling sampling;
-    sampling.temperature = 0.0;
+    sampling.temperature = temperature;
+    sampling.top_p = top_p;
     sampling.max_new_tokens = n;
+    sampling.n = batch;
     auto t = Clock::now();
     auto out = dew::inference::generate(m.model, {prompt}, sampling);
     double s = seconds_since(t);
@@ -96,7 +106,7 @@ int main(int argc, char** argv) try {
   for (std::int64_t r = 0; r < rounds; ++r) {
     double t1 = run(1), tn = run(new_tokens);
     prefill.push_back(static_cast<double>(prompt.size()) / t1);
-    decode.push_back(static_cast<double>(new_tokens - 1) / std::max(tn - t1, 1e-9));
+    decode.push_back(static_cast<double>(batch * (new_tokens - 1)) / std::max(tn - t1, 1e-9));
   }
   nlohmann::json line = {{"impl", "dew " + dtype},
                          {"dtype", dtype},
@@ -106,6 +116,9 @@ int main(int argc, char** argv) try {
                          {"threads", at::get_num_threads()},
                          {"prompt_tokens", prompt.size()},
                          {"new_tokens", new_tokens},
+                         {"batch", batch},
+                         {"temperature", temperature},
+                         {"top_p", top_p},
                          {"load_s", load_s},
                          {"prefill_tokens_per_s", median(prefill)},
                          {"decode_tokens_per_s", median(decode)}};

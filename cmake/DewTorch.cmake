@@ -57,6 +57,18 @@ else()
   set(DEW_TORCH_RPATH "${_libdir}")
   message(STATUS "dew: LibTorch (CPU) from ${DEW_LIBTORCH}")
 endif()
+# OpenMP. at::parallel_for is a header template: its threaded body (ATen/ParallelOpenMP.h) exists only when the
+# including file is compiled with -fopenmp, and without it every parallel_for in dew's own kernels (quantized
+# matmuls, fused norms, activations, rotary) silently runs on one thread. LibTorch ships the OpenMP runtime it
+# was built against (libgomp.so.1 beside libtorch_cpu): dew links that very file, so the process has one OpenMP
+# runtime and one thread pool, the one at::set_num_threads sizes, never the compiler's libgomp beside it.
+list(GET DEW_TORCH_RPATH 0 _torch_libdir)
+if(NOT EXISTS "${_torch_libdir}/libgomp.so.1")
+  message(FATAL_ERROR "LibTorch in ${_torch_libdir} has no libgomp.so.1 beside libtorch_cpu.so; dew's kernels need "
+                      "the OpenMP runtime LibTorch uses. Re-run scripts/setup.sh to unpack the pinned wheel again.")
+endif()
+target_compile_options(dew_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fopenmp>)
+target_link_libraries(dew_torch INTERFACE "${_torch_libdir}/libgomp.so.1")
 add_library(dew::torch ALIAS dew_torch)
 set(CMAKE_BUILD_RPATH "${DEW_TORCH_RPATH}")
 set(CMAKE_INSTALL_RPATH "${DEW_TORCH_RPATH}")

@@ -74,7 +74,7 @@ struct Outcome {
   FinishReason finish = FinishReason::running;
   int finals = 0;  // final events: exactly one
   std::string error;
-  int64_t prompt_tokens = -1, completion_tokens = -1;
+  int64_t prompt_tokens = -1, completion_tokens = -1, cached_prompt_tokens = -1;
 };
 
 // Submits requests and records their events, with the step count at which each token arrived.
@@ -103,6 +103,7 @@ class Recorder {
       slot->error = e.error;
       slot->prompt_tokens = e.prompt_tokens;
       slot->completion_tokens = e.completion_tokens;
+      slot->cached_prompt_tokens = e.cached_prompt_tokens;
       slot->finals += 1;
       return true;
     });
@@ -204,6 +205,73 @@ TEST_P(EngineFamilies, GreedyTokensEqualGenerateAloneWhateverElseIsInTheBatch) {
     }
   }
   EXPECT_TRUE(model->is_training());  // each step restores the caller's mode
+}
+
+// The prefix cache: keys and values at position j depend on tokens 0..j only, so a prompt that begins with
+// what a row holds copies those slots and decodes exactly as if it had computed them. Three cases: the next
+// turn of a finished conversation (its prompt = the earlier prompt + the answer + more), a prompt sharing only
+// the first tokens of a longer row (the rest of that row must stay invisible), and two prompts arriving
+// together (the second reuses what the first prefilled earlier in the same step).
+TEST_P(EngineFamilies, PrefixCacheReusesHeldSlotsAndDecodesAsIfComputed) {
+  auto model = fixture_model(GetParam());
+  const Prompt& first = kPrompts[4];  // 9 tokens
+  for (bool prefix_cache : {true, false}) {
+    SCOPED_TRACE(::testing::Message() << "prefix_cache " << prefix_cache);
+    EngineOptions options;
+    options.max_batch = 2;
+    options.prefix_cache = prefix_cache;
+    Engine engine(model, options);
+    Recorder recorder(engine);
+    auto a = recorder.submit(request_of(first, greedy(6)));
+    recorder.run();
+    ASSERT_EQ(recorder[a].tokens, greedy_without_cache(model, first, 6));
+    EXPECT_EQ(recorder[a].cached_prompt_tokens, 0);
+
+    // The next turn: a's row holds its prompt and the five answer tokens fed back (the sixth never was).
+    Prompt next = first;
+    next.insert(next.end(), recorder[a].tokens.begin(), recorder[a].tokens.begin() + 3);
+    next.insert(next.end(), {7, 9});
+    auto b = recorder.submit(request_of(next, greedy(5)));
+    recorder.run();
+    EXPECT_EQ(recorder[b].cached_prompt_tokens, prefix_cache ? 12 : 0);
+    EXPECT_EQ(recorder[b].tokens, greedy_without_cache(model, next, 5));
+
+    // Only the first five tokens in common with both rows; the rows' later slots must not leak in.
+    Prompt branch(first.begin(), first.begin() + 5);
+    branch.insert(branch.end(), {21, 2});
+    auto c = recorder.submit(request_of(branch, greedy(8)));
+    recorder.run();
+    EXPECT_EQ(recorder[c].cached_prompt_tokens, prefix_cache ? 5 : 0);
+    EXPECT_EQ(recorder[c].tokens, greedy_without_cache(model, branch, 8));
+    EXPECT_EQ(engine.stats().cached_prompt_tokens, prefix_cache ? 17 : 0);
+    EXPECT_EQ(engine.stats().prompt_tokens, 9 + 14 + 7);
+
+    // A request that scores its prompt computes every token, however much of it a row holds.
+    auto scored = request_of(first, greedy(2));
+    scored.prompt_logprobs = true;
+    auto f = recorder.submit(scored);
+    recorder.run();
+    EXPECT_EQ(recorder[f].cached_prompt_tokens, 0);
+    EXPECT_EQ(recorder[f].prompt_scores.size(), first.size() - 1);
+    EXPECT_EQ(recorder[f].tokens, std::vector<int32_t>(recorder[a].tokens.begin(), recorder[a].tokens.begin() + 2));
+  }
+  // Together: d prefills in full, then e (first come, second served) reuses d's first six tokens in the same step.
+  Engine engine(model, EngineOptions{});
+  Recorder recorder(engine);
+  Prompt shared = {12, 40, 3, 3, 9, 27};
+  Prompt d_prompt = shared, e_prompt = shared;
+  d_prompt.insert(d_prompt.end(), {1, 2, 3});
+  e_prompt.insert(e_prompt.end(), {50, 51});
+  auto d = recorder.submit(request_of(d_prompt, greedy(4)));
+  auto e = recorder.submit(request_of(e_prompt, greedy(4)));
+  recorder.step();
+  EXPECT_EQ(recorder[d].steps, (std::vector<int64_t>{0}));
+  EXPECT_EQ(recorder[e].steps, (std::vector<int64_t>{0}));
+  recorder.run();
+  EXPECT_EQ(recorder[d].cached_prompt_tokens, 0);
+  EXPECT_EQ(recorder[e].cached_prompt_tokens, 6);
+  EXPECT_EQ(recorder[d].tokens, greedy_without_cache(model, d_prompt, 4));
+  EXPECT_EQ(recorder[e].tokens, greedy_without_cache(model, e_prompt, 4));
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, EngineFamilies, ::testing::Values("llama", "qwen3", "llama_sliding"));

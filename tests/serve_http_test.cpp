@@ -124,7 +124,8 @@ TEST_F(ServeHttp, HealthModelsAndMetrics) {
   EXPECT_EQ(nowhere.data()["error"]["code"], "unknown_url");
   auto metrics = get(port(), "/metrics");
   ASSERT_EQ(metrics.status, 200);
-  for (const char* family : {"dew_requests_total", "dew_prompt_tokens_total", "dew_generation_tokens_total", "dew_queue_depth",
+  for (const char* family : {"dew_requests_total", "dew_prompt_tokens_total", "dew_prompt_tokens_cached_total",
+                             "dew_generation_tokens_total", "dew_queue_depth",
                              "dew_batch_size", "dew_time_to_first_token_seconds_bucket", "dew_generation_tokens_per_second"}) {
     EXPECT_NE(metrics.body.find(family), std::string::npos) << family;
   }
@@ -169,7 +170,13 @@ TEST_F(ServeHttp, StreamEqualsTheWholeAnswerAndEndsWithUsage) {
   }
   auto usage = json::parse(events[events.size() - 2]);
   EXPECT_TRUE(usage["choices"].empty());
-  EXPECT_EQ(usage["usage"], whole.data()["usage"]);
+  const auto whole_data = whole.data();
+  const auto& streamed = usage["usage"];
+  const auto& answered = whole_data["usage"];
+  for (const char* field : {"prompt_tokens", "completion_tokens", "total_tokens"}) EXPECT_EQ(streamed[field], answered[field]) << field;
+  // The prefix cache: the same prompt again finds it in the row the whole answer left, all but its last
+  // token (whose forward gives the first new token's logits).
+  EXPECT_EQ(streamed["prompt_tokens_details"]["cached_tokens"], answered["prompt_tokens"].get<int>() - 1);
   EXPECT_EQ(text, whole.data()["choices"][0]["message"]["content"]);
   EXPECT_EQ(finish, whole.data()["choices"][0]["finish_reason"]);
 }

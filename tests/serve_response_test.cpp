@@ -36,8 +36,23 @@ TEST(ServeResponse, ChatCompletionShape) {
   EXPECT_EQ(json["usage"]["prompt_tokens"], 5);
   EXPECT_EQ(json["usage"]["completion_tokens"], 3);
   EXPECT_EQ(json["usage"]["total_tokens"], 8);
+  EXPECT_EQ(json["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   auto plain = dew::serve::whole_response(header, choices, {5, 3}, false);
   EXPECT_TRUE(plain["choices"][0]["logprobs"].is_null());
+}
+
+// n choices share one prompt: completion tokens add up, and the cached prompt tokens reported are those every
+// choice took from the prefix cache (the fewest), never more than the prompt.
+TEST(ServeResponse, UsageAddsChoicesAndReportsTheCachedPromptTokensAllShared) {
+  dew::serve::Usage usage{.prompt_tokens = 9};
+  usage.add_choice(4, 8);
+  usage.add_choice(3, 9);
+  usage.add_choice(5, 6);
+  EXPECT_EQ(usage.completion_tokens, 12);
+  EXPECT_EQ(usage.cached_tokens, 6);
+  auto json = dew::serve::usage_json(usage);
+  EXPECT_EQ(json["total_tokens"], 21);
+  EXPECT_EQ(json["prompt_tokens_details"]["cached_tokens"], 6);
 }
 
 TEST(ServeResponse, LegacyCompletionShapeWithEchoOffsets) {

@@ -37,6 +37,7 @@ struct ServeFlags {
   std::int64_t max_queue = 64;
   std::int64_t context = 0;
   std::int64_t step_tokens = 512;
+  bool no_prefix_cache = false;
   std::int64_t max_n = 16;
   std::optional<int> threads;
   std::string served_model_name;
@@ -83,6 +84,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--ctx", flags->context, "tokens per request, prompt + completion; the KV cache holds max-batch x ctx "
                                            "(default: the model's context, at most 4096)");
   cmd->add_option("--step-tokens", flags->step_tokens, "prompt + decode tokens one engine step may run (512)");
+  cmd->add_flag("--no-prefix-cache", flags->no_prefix_cache,
+                "compute every prompt token, instead of copying the slots of a prompt prefix a cache row already holds");
   cmd->add_option("--max-n", flags->max_n, "most choices (n) one request may ask for (16)");
   cmd->add_option("--threads", flags->threads, "intra-op threads for the model (default: the cores this process may use, or DEW_THREADS)");
   cmd->add_option("--served-model-name", flags->served_model_name, "the model's id in the API (default: MODEL's file or directory name)");
@@ -109,7 +112,8 @@ void add_serve_command(CLI::App& app) {
     // The cache is allocated whole at start: a model's full context (8192 for SmolLM2, 128k for others)
     // times the batch would take gigabytes nobody asked for, so the default stops at kDefaultContext.
     const std::int64_t context = f.context > 0 ? f.context : std::min(config.max_seq_len, kDefaultContext);
-    inference::Engine engine(loaded.model, {.max_batch = f.max_batch, .context = context, .step_token_budget = f.step_tokens});
+    inference::Engine engine(loaded.model, {.max_batch = f.max_batch, .context = context, .step_token_budget = f.step_tokens,
+                                                 .prefix_cache = !f.no_prefix_cache});
     const double cache_gib = 2.0 * static_cast<double>(config.num_layers * config.resolved_kv_heads() * config.resolved_head_dim()) *
                              static_cast<double>(c10::elementSize(loaded.model->compute_dtype())) *
                              static_cast<double>(f.max_batch * context) / (1024.0 * 1024.0 * 1024.0);

@@ -69,6 +69,7 @@ struct Engine::State {
     EngineCallback callback;
     std::int64_t row = -1;      // cache row while admitted
     std::int64_t cached = 0;    // slots of its row filled: prompt prefilled, then generated tokens fed back
+    std::int64_t reused = -1;   // prompt tokens the prefix cache supplied (-1: not looked up yet)
     std::int64_t generated = 0;
     std::int32_t last = 0;      // the newest generated token, which the next decode feeds
     std::optional<RequestSampler> sampler;
@@ -141,6 +142,7 @@ struct Engine::State {
     event.error = std::move(error);
     event.prompt_tokens = r.prompt_length();
     event.completion_tokens = r.generated;
+    event.cached_prompt_tokens = std::max<std::int64_t>(r.reused, 0);
     const auto id = r.id;
     deliver(r, event);
     if (in_step) {
@@ -155,7 +157,8 @@ struct Engine::State {
   }
 
   // Free rows take waiting requests, lowest row first: a new request lands right after the decode block,
-  // where it joins the block without a copy once its prompt is in.
+  // where it joins the block without a copy once its prompt is in. The row keeps what it held (a finished
+  // request's slots) until the request's prefix lookup has had the chance to reuse it.
   void admit() {
     for (std::size_t row = 0; row < rows.size() && !waiting.empty(); ++row) {
       if (rows[row]) continue;
@@ -164,7 +167,6 @@ struct Engine::State {
       rows[row] = r;
       r->row = static_cast<std::int64_t>(row);
       r->cached = 0;
-      cache.clear(r->row);
       r->sampler.emplace(r->request.sampling, r->request.presence_penalty, r->request.frequency_penalty, r->request.prompt,
                          model->config().vocab_size, device);
       prefilling.push_back(r);
@@ -179,14 +181,10 @@ struct Engine::State {
     for (std::size_t i = 0; i < static_cast<std::size_t>(d); ++i) {
       if (rows[i] && rows[i]->decoding()) continue;
       while (!(rows[j] && rows[j]->decoding())) ++j;
-      Request* outside = rows[i];
+      Request* outside = rows[i];  // a request still prefilling, or a free row whose slots the prefix cache keeps
       Request* joining = rows[j];
-      if (outside) {
-        cache.swap(static_cast<std::int64_t>(i), outside->cached, static_cast<std::int64_t>(j), joining->cached);
-        outside->row = static_cast<std::int64_t>(j);
-      } else {
-        cache.move(static_cast<std::int64_t>(j), static_cast<std::int64_t>(i), joining->cached);
-      }
+      cache.swap(static_cast<std::int64_t>(i), static_cast<std::int64_t>(j));
+      if (outside) outside->row = static_cast<std::int64_t>(j);
       rows[i] = joining;
       rows[j] = outside;
       joining->row = static_cast<std::int64_t>(i);
@@ -209,7 +207,11 @@ struct Engine::State {
     auto& view = cache.view(0, d, span);
     auto hidden = model->hidden_states({device_decode[0].narrow(0, 0, d).view({d, 1}),
                                         device_decode[1].narrow(0, 0, d).view({d, 1}), {}, &view});
-    for (std::int64_t i = 0; i < d; ++i) rows[static_cast<std::size_t>(i)]->cached += 1;
+    for (std::int64_t i = 0; i < d; ++i) {
+      Request& r = *rows[static_cast<std::size_t>(i)];
+      cache.wrote(i, r.cached, &r.last, 1);
+      r.cached += 1;
+    }
     return model->logits(hidden).squeeze(1);
   }
 
@@ -226,6 +228,7 @@ struct Engine::State {
     auto hidden = model->hidden_states({device_prefill[0].narrow(0, 0, chunk).view({1, chunk}),
                                         device_prefill[1].narrow(0, 0, chunk).view({1, chunk}), {}, &view});
     if (r.request.prompt_logprobs) score_prompt(r, hidden.squeeze(0), chunk);
+    cache.wrote(r.row, r.cached, r.request.prompt.data() + r.cached, chunk);
     r.cached += chunk;
     totals.prompt_tokens += chunk;
     if (r.cached < r.prompt_length()) return {};
@@ -320,6 +323,7 @@ struct Engine::State {
       event.request = r.id;
       event.prompt_tokens = r.prompt_length();
       event.completion_tokens = r.generated;
+      event.cached_prompt_tokens = r.reused;
       if (r.generated == 1) event.prompt = std::move(r.prompt_scores);
       r.last = token.id;
       event.token = std::move(token);
@@ -346,6 +350,24 @@ struct Engine::State {
     for (auto* r : group) finish(*r, FinishReason::error, reason);
   }
 
+  // The prefix cache, once per request before its first prefill chunk: the longest run of its prompt's first
+  // tokens that some row holds is copied into its row (all but the last prompt token at most: the last one's
+  // forward gives the logits of the first generated token). Then its row keeps exactly those slots.
+  void reuse_prefix(Request& r) {
+    r.reused = 0;
+    if (options.prefix_cache && !r.request.prompt_logprobs) {
+      const auto prefix = cache.longest_prefix(r.request.prompt, r.prompt_length() - 1);
+      if (prefix.length > 0) {
+        cache.move(prefix.row, r.row, prefix.length);
+        r.reused = prefix.length;
+      }
+    }
+    cache.truncate(r.row, r.reused);
+    r.cached = r.reused;
+    totals.prompt_tokens += r.reused;
+    totals.cached_prompt_tokens += r.reused;
+  }
+
   void run_step() {
     // The decoding requests to rows [0, d) first, then waiting requests into the free rows after them.
     const std::int64_t d = compact();
@@ -368,7 +390,7 @@ struct Engine::State {
     std::vector<std::pair<Request*, at::Tensor>> prefilled_whole;
     for (auto* r : std::vector<Request*>(prefilling)) {
       if (r->finished) continue;
-      if (r->cached == 0) {
+      if (r->cached == std::max<std::int64_t>(r->reused, 0)) {
         // A twin that scored its prompt as this request asks (or this one asks for no scores) serves it.
         auto twin = std::find_if(prefilled_whole.begin(), prefilled_whole.end(), [&](const auto& p) {
           const auto& q = p.first->request;
@@ -378,16 +400,20 @@ struct Engine::State {
         if (twin != prefilled_whole.end()) {
           if (r->request.prompt_logprobs) r->prompt_scores = twin->first->prompt_scores;
           cache.move(twin->first->row, r->row, r->prompt_length());
-          r->cached = r->prompt_length();
-          totals.prompt_tokens += r->prompt_length();
+          totals.prompt_tokens += r->prompt_length() - r->cached;
+          totals.cached_prompt_tokens += r->prompt_length() - r->cached;
+          r->cached = r->reused = r->prompt_length();
           pieces.push_back(twin->second);
           produced.push_back(r);
           continue;
         }
       }
       if (budget == 0) continue;
+      // Looked up as late as possible: the rows prefilled earlier in this step count.
+      if (r->reused < 0) reuse_prefix(*r);
       const auto chunk = std::min(budget, r->prompt_length() - r->cached);
-      const bool whole = r->cached == 0 && chunk == r->prompt_length();
+      // Its whole prompt after what the prefix cache gave, in this step: later twins copy its row.
+      const bool whole = r->cached == r->reused && r->cached + chunk == r->prompt_length();
       try {
         auto logits = prefill(*r, chunk);
         budget -= chunk;

@@ -27,6 +27,10 @@ struct EngineOptions {
   std::int64_t max_batch = 16;        // requests decoding at once (cache slots)
   std::int64_t context = 0;           // tokens per slot (prompt + generated); 0 = the model's max_seq_len
   std::int64_t step_token_budget = 512;  // prompt + decode tokens one step may run
+  // Prefix cache: a prompt that begins with tokens some cache row already holds (a running request's, or a
+  // finished one's until its row is reused: a shared system prompt, the earlier turns of a conversation)
+  // copies those slots instead of computing them. Requests with prompt_logprobs always compute every token.
+  bool prefix_cache = true;
 };
 
 struct EngineRequest {
@@ -63,6 +67,7 @@ struct EngineEvent {
   std::vector<EngineToken> prompt;
   std::string error;
   std::int64_t prompt_tokens = 0, completion_tokens = 0;
+  std::int64_t cached_prompt_tokens = 0;  // of prompt_tokens, how many the prefix cache supplied
 };
 
 // The callback returns false to end the request now (stop string found, client gone): the request is
@@ -72,6 +77,7 @@ using EngineCallback = std::function<bool(const EngineEvent&)>;
 struct EngineStats {
   std::int64_t waiting = 0, running = 0;   // queue depth and batch size now
   std::int64_t steps = 0, prompt_tokens = 0, generated_tokens = 0;
+  std::int64_t cached_prompt_tokens = 0;   // of prompt_tokens, copied from the prefix cache
 };
 
 class Engine {

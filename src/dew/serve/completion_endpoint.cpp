@@ -70,7 +70,7 @@ void answer_whole(const CompletionRequest& parsed, const BuiltJob& built, Respon
       if (!update.final) continue;
       ++finished;
       result.finish_reason = update.delta.finish_reason.value_or("stop");
-      usage.completion_tokens += update.completion_tokens;
+      usage.add_choice(update.completion_tokens, update.cached_prompt_tokens);
       if (!update.error.empty() && failure.empty()) failure = update.error;
       cancelled |= result.finish_reason == "cancelled";
     }
@@ -135,7 +135,7 @@ std::string next_events(StreamState& s, std::vector<ChoiceUpdate>& updates) {
   for (auto& update : updates) {
     if (update.final) {
       ++s.finished;
-      s.usage.completion_tokens += update.completion_tokens;
+      s.usage.add_choice(update.completion_tokens, update.cached_prompt_tokens);
       if (!update.error.empty()) {
         out += sse_event(error_body(choice_failure(update.error)));
         continue;

@@ -22,6 +22,7 @@ Json usage_json(const Usage& usage) {
   out["prompt_tokens"] = usage.prompt_tokens;
   out["completion_tokens"] = usage.completion_tokens;
   out["total_tokens"] = usage.prompt_tokens + usage.completion_tokens;
+  out["prompt_tokens_details"] = {{"cached_tokens", usage.cached_tokens}};
   return out;
 }
 

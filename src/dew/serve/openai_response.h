@@ -2,6 +2,7 @@
 // The JSON the OpenAI API answers with, built from plain values: whole responses, streamed chunks (as
 // server-sent events), usage, both log-probability shapes (chat's content list, the legacy completions
 // arrays), the model list. Kept apart from HTTP and the engine so the shapes are tested on their own.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,6 +18,16 @@ using Json = nlohmann::ordered_json;
 
 struct Usage {
   std::int64_t prompt_tokens = 0, completion_tokens = 0;
+  // Of prompt_tokens, those the engine's prefix cache supplied for every choice (OpenAI's
+  // usage.prompt_tokens_details.cached_tokens).
+  std::int64_t cached_tokens = 0;
+  std::int64_t choices_counted = 0;
+  // A finished choice: its completion tokens add up, its cached prompt tokens bound the request's.
+  void add_choice(std::int64_t completion, std::int64_t cached) {
+    completion_tokens += completion;
+    cached_tokens = choices_counted == 0 ? cached : std::min(cached_tokens, cached);
+    ++choices_counted;
+  }
 };
 
 // "chatcmpl-..." or "cmpl-..." with 24 random hex digits.

@@ -28,6 +28,7 @@ struct ChoiceUpdate {
   ChoiceDelta delta;
   bool final = false;                      // the choice ended (delta.finish_reason says why)
   std::int64_t completion_tokens = 0;      // on the final update
+  std::int64_t cached_prompt_tokens = 0;   // on the final update: prompt tokens the prefix cache supplied
   std::string error;                       // final: the engine's reason when it failed the choice
 };
 

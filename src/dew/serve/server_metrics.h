@@ -26,6 +26,8 @@ class ServerMetrics {
   // and whether a step ran (an idle turn updates the gauges only).
   void record_step(std::int64_t waiting, std::int64_t running, std::int64_t prompt_tokens_total,
                    std::int64_t generated_tokens_total, bool stepped = true, Clock::time_point now = Clock::now());
+  // Prompt tokens the engine's prefix cache supplied so far (of prompt_tokens_total).
+  void set_cached_prompt_tokens(std::int64_t cached_prompt_tokens_total);
   // Requests accepted by the HTTP layer but not finished (waiting + running choices).
   void set_outstanding(std::int64_t outstanding);
 
@@ -41,7 +43,7 @@ class ServerMetrics {
   double ttft_sum_ = 0;
   std::int64_t ttft_count_ = 0;
   std::int64_t waiting_ = 0, running_ = 0, outstanding_ = 0, steps_ = 0;
-  std::int64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+  std::int64_t prompt_tokens_ = 0, generated_tokens_ = 0, cached_prompt_tokens_ = 0;
   std::deque<std::pair<Clock::time_point, std::int64_t>> rate_samples_;  // (time, generated total)
 };
 

@@ -128,7 +128,8 @@ bool ServingLoop::on_event(ServeJob& job, std::size_t choice, const inference::E
       default: break;
     }
     ChoiceUpdate update{.choice = choice, .delta = decoder.finish(reason), .final = true,
-                        .completion_tokens = event.completion_tokens, .error = event.error};
+                        .completion_tokens = event.completion_tokens,
+                        .cached_prompt_tokens = event.cached_prompt_tokens, .error = event.error};
     job.push(std::move(update));
   } catch (const std::exception& e) {
     job.push({.choice = choice, .delta = {.finish_reason = std::string("error")}, .final = true, .error = e.what()});
@@ -169,6 +170,7 @@ void ServingLoop::run() {
       busy = !engine_.idle();
       auto stats = engine_.stats();
       metrics_.record_step(stats.waiting, stats.running, stats.prompt_tokens, stats.generated_tokens, stepped);
+      metrics_.set_cached_prompt_tokens(stats.cached_prompt_tokens);
     } catch (const std::exception& e) {
       // Not expected (forward errors end their requests inside step): end everything rather than spin.
       std::fprintf(stderr, "dew serve: engine error: %s; cancelling the requests in flight\n", e.what());
