@@ -440,6 +440,44 @@ TEST(Engine, SampledTokensDependOnlyOnTheRequestsOwnSeed) {
   EXPECT_NE(other[c].tokens, alone[a].tokens);
 }
 
+// The engine samples a step's requests together, one pass of the filters per group of equal settings; each
+// request still draws from its own stream, so every one gets the tokens it gets alone, whatever its group.
+TEST(Engine, RequestsSampledTogetherGetTheTokensTheyGetAlone) {
+  auto model = fixture_model("llama");
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 8; ++i) {
+    Sampling s;
+    s.max_new_tokens = 10;
+    s.seed = 500 + static_cast<uint64_t>(i);
+    if (i % 4 == 0) {
+      s.temperature = 0.8, s.top_p = 0.9;    // group A
+    } else if (i % 4 == 1) {
+      s.temperature = 1.3, s.top_k = 7;      // group B
+    } else if (i % 4 == 2) {
+      s.temperature = 0.0, s.repetition_penalty = 1.4;  // greedy with a penalty: through the groups too
+    } else {
+      s.temperature = 0.8, s.top_p = 0.9;    // group A again, with penalties of its own
+    }
+    auto r = request_of(kPrompts[static_cast<size_t>(i) % 4], s);  // requests i and i + 4: one prompt, two seeds
+    if (i % 4 == 3) r.presence_penalty = 0.7, r.frequency_penalty = 0.3;
+    requests.push_back(r);
+  }
+  Engine together_engine(model, EngineOptions{});
+  Recorder together(together_engine);
+  std::vector<int64_t> ids;
+  for (const auto& r : requests) ids.push_back(together.submit(r));
+  together.run();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Engine alone_engine(model, EngineOptions{});
+    Recorder alone(alone_engine);
+    auto a = alone.submit(requests[i]);
+    alone.run();
+    EXPECT_EQ(together[ids[i]].tokens, alone[a].tokens) << "request " << i;
+    EXPECT_EQ(together[ids[i]].tokens.size(), 10u);
+  }
+  EXPECT_NE(together[ids[0]].tokens, together[ids[4]].tokens);  // same settings, other seeds: other draws
+}
+
 // Requests with one prompt admitted together (n continuations, GRPO's groups) share its prefill: one
 // forward, the row copied; each still gives what it gives alone.
 TEST(Engine, RequestsWithTheSamePromptShareItsPrefillAndStillMatchAlone) {

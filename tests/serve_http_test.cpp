@@ -401,6 +401,40 @@ TEST(ServeHttpLoad, StreamingClientLeavingMidStreamIsCancelled) {
   EXPECT_EQ(server.stop(SIGTERM, std::chrono::seconds(30)), 0) << server.output();
 }
 
+// A client waiting for a whole (non-streaming) answer that closes its connection is noticed from the
+// kernel's TCP table (the server's side turns CLOSE_WAIT): its job is cancelled and its slot serves the next
+// request long before its 30000 tokens, and /metrics counts it under status 499.
+TEST(ServeHttpLoad, ClientLeavingAWholeAnswerIsCancelled) {
+  ServeProcess server("'" + dew::test::tiny_long_context_model().string() + "' --ctx 32768 --api-key " + kKey + " --max-batch 1 --max-queue 0");
+  ASSERT_GT(server.port(), 0) << server.output();
+  const int port = server.port();
+  std::string body = json{{"prompt", "Once"}, {"max_tokens", 30000}, {"ignore_eos", true}}.dump();
+  RawConnection leaving(port);
+  ASSERT_TRUE(leaving.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kKey) +
+                           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                           "\r\n\r\n" + body));
+  for (int i = 0; i < 100 && get(port, "/metrics").body.find("dew_requests_outstanding 1") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(get(port, "/metrics").body.find("dew_requests_outstanding 1"), std::string::npos) << get(port, "/metrics").body;
+  EXPECT_EQ(post(port, "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}}.dump()).status, 429);  // the slot is taken
+  leaving.close();
+  Reply next;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 200; ++i) {
+    next = post(port, "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}}.dump());
+    if (next.status != 429) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(next.status, 200) << next.body;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
+  auto metrics = get(port, "/metrics").body;
+  EXPECT_NE(metrics.find("status=\"499\"} 1"), std::string::npos) << metrics;
+  auto at = metrics.find("\ndew_generation_tokens_total ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(std::stoll(metrics.substr(at + 29)), 30000) << metrics;
+  EXPECT_EQ(server.stop(SIGTERM, std::chrono::seconds(30)), 0) << server.output();
+}
+
 // SIGTERM: the request in flight finishes, new ones are refused, the process exits 0.
 TEST(ServeHttpLoad, SigtermFinishesInFlightRequestsAndExitsZero) {
   ServeProcess server("'" + dew::test::tiny_long_context_model().string() + "' --ctx 32768 --shutdown-grace 20");

@@ -26,6 +26,7 @@
 #include "dew/core/atomic_file.h"
 #include "dew/core/config.h"
 #include "dew/core/directory_lock.h"
+#include "dew/core/interrupt.h"
 #include "dew/distributed/process_group.h"
 #include "dew/nn/device.h"
 #include "dew/runs/run_directory.h"
@@ -69,6 +70,9 @@ void add_kind(CLI::App* train, const runs::RunKind& kind) {
   cmd->footer("Config fields (section.field = default):\n" + kind.config_help());
 
   cmd->callback([flags, &kind] {
+    // Before any thread exists: the signals go to one watcher thread, never to a computing one. Until the
+    // trainer's loop arms its graceful stop (StopSignals), Ctrl-C ends the process at once.
+    exit_on_interrupt();
     const std::filesystem::path out = flags->out;
     auto effective_config = [&] {
       // Defaults for a fresh run; run.json's config when resuming (a run of another kind is refused by start).

@@ -273,17 +273,32 @@ struct Engine::State {
     auto finite_at = finite.accessor<bool, 1>();
     auto chosen = logits.argmax(-1);  // the plain greedy requests' answer, computed for the whole batch at once
     std::vector<std::string> errors(static_cast<std::size_t>(k));
+    // The others (sampled, or penalised) together: one pass of the filters per group of equal settings.
+    std::vector<RequestSampler*> samplers;
+    std::vector<std::int64_t> sampled_rows;
     for (std::int64_t i = 0; i < k; ++i) {
       Request& r = *produced[static_cast<std::size_t>(i)];
       if (!finite_at[i]) {
         errors[i] = dew::str("the model produced non-finite logits at step ", r.generated + 1,
                              " of generation; its weights may hold NaN/Inf");
       } else if (!r.sampler->plain_greedy()) {
-        try {
-          chosen.narrow(0, i, 1).copy_(r.sampler->pick(logits.narrow(0, i, 1)));
-        } catch (const std::exception& e) {
-          errors[i] = e.what();
+        samplers.push_back(&*r.sampler);
+        sampled_rows.push_back(i);
+      }
+    }
+    if (!samplers.empty()) {
+      try {
+        auto rows = at::tensor(sampled_rows, at::kLong).to(logits.device());
+        auto picked = RequestSampler::pick_together(samplers, logits.index_select(0, rows));
+        auto picked_at = picked.accessor<std::int64_t, 1>();
+        for (std::size_t j = 0; j < sampled_rows.size(); ++j) {
+          if (picked_at[static_cast<std::int64_t>(j)] < 0) {
+            errors[sampled_rows[j]] = "the request's filters left no token of positive probability";
+          }
         }
+        chosen.index_copy_(0, rows, at::clamp_min(picked, 0).to(chosen.device()));
+      } catch (const std::exception& e) {
+        for (auto i : sampled_rows) errors[i] = e.what();
       }
     }
     auto logprobs = at::log_softmax(logits, -1);

@@ -28,10 +28,18 @@ class RequestSampler {
   // logits: this request's raw fp32 logits [1, vocab] -> the chosen id [1] int64 on the logits' device.
   // Penalties in vLLM's order (repetition, then frequency and presence), then process_logits' filters.
   at::Tensor pick(const at::Tensor& logits);
+  // One token for each of k requests at once: logits [k, vocab] fp32, row i the raw logits of samplers[i]'s
+  // request -> ids [k] int64 on the CPU, -1 for a row left with no token of positive probability. Requests
+  // with the same filters (temperature, top-k, top-p, min-p) go through the filters and the draw together
+  // (one softmax, sort and cumulative sum over the group), each drawing its own uniform number from its own
+  // stream: every request gets exactly the token pick() would give it, for a fraction of the calls.
+  static at::Tensor pick_together(const std::vector<RequestSampler*>& samplers, const at::Tensor& logits);
   // Records a token the request produced (penalty memory).
   void observe(std::int32_t token);
 
  private:
+  at::Tensor penalized(const at::Tensor& logits) const;  // repetition, then frequency and presence
+
   Sampling filters_;  // the request's settings without the repetition penalty, applied before them here
   double repetition_penalty_, presence_, frequency_;
   bool plain_greedy_;

@@ -108,22 +108,30 @@ at::Tensor Sampler::pick(const at::Tensor& processed, const at::Tensor& rows) {
               rows.defined() ? dew::str(" and ", rows.numel(), " row indices") : std::string());
   }
   if (greedy_) return processed.argmax(-1);
+  auto uniform = uniforms();
+  if (rows.defined()) uniform = uniform.index_select(0, rows);
+  auto chosen = draw(processed, uniform);
+  if (!(chosen >= 0).all().item<bool>()) {
+    dew::fail("Sampler::pick got a row of logits with no token of positive probability (all removed, or NaN)");
+  }
+  return chosen;
+}
+
+at::Tensor Sampler::uniforms() { return at::rand({rows_, 1}, generator_, at::TensorOptions().dtype(at::kDouble)); }
+
+at::Tensor Sampler::draw(const at::Tensor& processed, const at::Tensor& uniform) {
+  const auto vocab = processed.size(1);
   // Inverse CDF in float64: u ~ U[0, 1) scaled by the total picks the first token whose cumulative
   // probability exceeds it, so a token of probability 0 (filtered) is never picked.
   auto probs = at::softmax(processed, -1, at::kDouble);
   auto cumulative = probs.cumsum(-1);
-  auto uniform = at::rand({rows_, 1}, generator_, at::TensorOptions().dtype(at::kDouble));
-  if (rows.defined()) uniform = uniform.index_select(0, rows);
-  uniform = uniform.to(processed.device());
   // Kept strictly below the total, so that rounding cannot push the target past the last token that
   // has probability (whose cumulative sum is the total).
   auto total = cumulative.narrow(-1, vocab - 1, 1);
-  // NaN logits, or every token removed, leave no distribution: searchsorted would return `vocab`.
-  if (!(total > 0).all().item<bool>()) {
-    dew::fail("Sampler::pick got a row of logits with no token of positive probability (all removed, or NaN)");
-  }
-  auto target = at::minimum(uniform * total, total * (1.0 - 1e-12));
-  return at::searchsorted(cumulative, target, /*out_int32=*/false, /*right=*/true).squeeze(-1);
+  auto target = at::minimum(uniform.to(processed.device()) * total, total * (1.0 - 1e-12));
+  auto chosen = at::searchsorted(cumulative, target, /*out_int32=*/false, /*right=*/true).squeeze(-1);
+  // NaN logits, or every token removed, leave no distribution (searchsorted would return `vocab`).
+  return at::where((total > 0).squeeze(-1), chosen, at::full_like(chosen, -1));
 }
 
 }  // namespace dew::inference

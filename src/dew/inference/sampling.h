@@ -85,6 +85,11 @@ class Sampler {
   // all of them, in order. A row with no token of positive probability (all removed, or NaN logits) is a
   // dew::Error, never an id past the vocabulary.
   at::Tensor pick(const at::Tensor& processed, const at::Tensor& rows = {});
+  // The uniform numbers the next pick draws: [rows, 1] float64 on the CPU, one per row of the sampler.
+  at::Tensor uniforms();
+  // The inverse-CDF draw of pick() for processed [k, vocab] and uniforms [k, 1] (float64): chosen ids [k]
+  // int64 on the logits' device, -1 for a row with no token of positive probability.
+  static at::Tensor draw(const at::Tensor& processed, const at::Tensor& uniform);
 
  private:
   bool greedy_;

@@ -5,12 +5,18 @@
 
 #include "dew/core/error.h"
 #include "dew/serve/openai_response.h"
+#include "dew/serve/peer_connection.h"
 #include "dew/serve/utf8_holdback.h"
 
 namespace dew::serve {
 namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(100);  // how often a waiting stream checks its client
+// How often a request waiting for a whole answer asks the kernel whether its client is still there.
+constexpr auto kPeerCheck = std::chrono::milliseconds(250);
+// nginx's status for a client that closed its connection before the answer: written to no one, but counted
+// under it in /metrics.
+constexpr int kClientClosedRequest = 499;
 
 void check_content_type(const httplib::Request& request) {
   std::string type = request.get_header_value("Content-Type");
@@ -52,8 +58,13 @@ ApiError shutdown_cancel() {
   return ApiError(503, "the server shut down before the request finished", "", "shutting_down", "server_error");
 }
 
-void answer_whole(const CompletionRequest& parsed, const BuiltJob& built, ResponseHeader header, httplib::Response& response) {
+// A client that closes its connection while it waits has its job cancelled within kPeerCheck (its batch
+// slots freed for the next step), rather than when its last token is generated.
+void answer_whole(const CompletionRequest& parsed, const BuiltJob& built, ResponseHeader header, const httplib::Request& request,
+                  httplib::Response& response, ServingLoop& loop) {
   auto& job = *built.job;
+  const ConnectionAddress connection{request.local_addr, request.local_port, request.remote_addr, request.remote_port};
+  auto next_check = ServeJob::Clock::now() + kPeerCheck;
   std::vector<ChoiceResult> results(job.choices());
   Usage usage{built.prompt_tokens, 0};
   std::size_t finished = 0;
@@ -62,7 +73,16 @@ void answer_whole(const CompletionRequest& parsed, const BuiltJob& built, Respon
   std::vector<ChoiceUpdate> updates;
   while (finished < job.choices()) {
     updates.clear();
-    if (!job.wait_updates(updates, std::chrono::seconds(1))) continue;
+    const bool got = job.wait_updates(updates, kPoll);
+    if (ServeJob::Clock::now() >= next_check) {
+      next_check = ServeJob::Clock::now() + kPeerCheck;
+      if (peer_state(connection) == PeerState::closed) {
+        loop.cancel(built.job);
+        response.status = kClientClosedRequest;
+        return;
+      }
+    }
+    if (!got) continue;
     for (auto& update : updates) {
       auto& result = results[update.choice];
       result.text += update.delta.text;
@@ -217,7 +237,7 @@ void answer_completion(Endpoint endpoint, const httplib::Request& request, httpl
     if (parsed.stream) {
       answer_stream(parsed, std::move(built), std::move(header), context, response);
     } else {
-      answer_whole(parsed, built, std::move(header), response);
+      answer_whole(parsed, built, std::move(header), request, response, context.loop);
     }
   } catch (const ApiError& e) {
     send_error(response, e);

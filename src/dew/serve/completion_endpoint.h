@@ -2,7 +2,8 @@
 // POST /v1/chat/completions and POST /v1/completions: body -> CompletionRequest -> ServeJob -> the serving
 // loop, then either one JSON answer or a stream of server-sent events. A streaming client that goes away
 // (a write fails, or httplib finds the socket closed between events) cancels its job at once, which frees
-// its batch slots before the engine's next step.
+// its batch slots before the engine's next step; a client waiting for a whole answer that closes its
+// connection cancels its job within a quarter of a second (peer_connection.h: the kernel's TCP table).
 #include <httplib.h>
 
 #include <atomic>

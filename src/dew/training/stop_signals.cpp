@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "dew/core/error.h"
+#include "dew/core/interrupt.h"
 
 namespace dew::training {
 namespace {
@@ -29,12 +30,16 @@ extern "C" void on_stop_signal(int signal) {
 
 }  // namespace
 
-StopSignals::StopSignals() {
+StopSignals::StopSignals() : on_watcher_(interrupt_watcher_running()) {
   if (g_installed.fetch_add(1) != 0) {
     g_installed.fetch_sub(1);
     fail("a training run is already handling SIGINT/SIGTERM in this process");
   }
   g_signal = 0;
+  if (on_watcher_) {
+    arm_graceful_stop();
+    return;
+  }
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
@@ -44,13 +49,17 @@ StopSignals::StopSignals() {
 }
 
 StopSignals::~StopSignals() {
-  sigaction(SIGINT, &g_previous_int, nullptr);
-  sigaction(SIGTERM, &g_previous_term, nullptr);
+  if (on_watcher_) {
+    disarm_graceful_stop();
+  } else {
+    sigaction(SIGINT, &g_previous_int, nullptr);
+    sigaction(SIGTERM, &g_previous_term, nullptr);
+  }
   g_signal = 0;
   g_installed.fetch_sub(1);
 }
 
-bool StopSignals::requested() const { return g_signal != 0; }
-int StopSignals::signal() const { return g_signal; }
+bool StopSignals::requested() const { return signal() != 0; }
+int StopSignals::signal() const { return on_watcher_ ? graceful_stop_signal() : static_cast<int>(g_signal); }
 
 }  // namespace dew::training
