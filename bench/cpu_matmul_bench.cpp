@@ -42,15 +42,7 @@ struct Case {
 
 int main(int argc, char** argv) {
   int threads = at::get_num_threads(), reps = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--threads") threads = std::atoi(argv[i + 1]);
-    else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "unknown flag %s\n", argv[i]);
-      return 2;
-    }
-  }
+  if (!dew::bench::parse_threads_and_reps(argc, argv, threads, reps)) return 2;
   at::set_num_threads(threads);
   if (!dew::nn::onednn_mm_transposed(at::ones({2, 2}), at::ones({2, 2})).defined()) {
     std::fprintf(stderr, "this libtorch has no oneDNN linear (or DEW_CPU_MATMUL=aten is set): nothing to compare\n");

@@ -46,15 +46,7 @@ struct Case {
 
 int main(int argc, char** argv) {
   int threads = 1, reps = 30;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--threads") threads = std::atoi(argv[i + 1]);
-    else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "unknown flag %s\n", argv[i]);
-      return 2;
-    }
-  }
+  if (!dew::bench::parse_threads_and_reps(argc, argv, threads, reps)) return 2;
   at::set_num_threads(threads);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   auto randn = [&](at::IntArrayRef shape) { return at::randn(shape, gen); };

@@ -68,7 +68,7 @@ at::Tensor RequestSampler::pick_together(const std::vector<RequestSampler*>& sam
       if (done[static_cast<std::size_t>(j)] || !same_filters(s->filters_, filters)) continue;
       done[static_cast<std::size_t>(j)] = true;
       group.push_back(j);
-      rows.push_back(s->plain_greedy_ ? logits.narrow(0, j, 1) : s->penalized(logits.narrow(0, j, 1)));
+      rows.push_back(s->penalized(logits.narrow(0, j, 1)));
       if (!filters.greedy()) uniforms.push_back(s->sampler_.uniforms());
     }
     auto processed = process_logits(rows.size() == 1 ? rows[0] : at::cat(rows), {}, filters);

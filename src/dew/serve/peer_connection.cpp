@@ -5,8 +5,10 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
+
+#include "dew/core/atomic_file.h"
+#include "dew/core/error.h"
 
 namespace dew::serve {
 
@@ -61,14 +63,6 @@ bool same_hex(std::string_view a, std::string_view b) {
   return true;
 }
 
-std::string read_file(const char* path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 PeerState peer_state_in_table(std::string_view table, const ConnectionAddress& c) {
@@ -97,8 +91,12 @@ PeerState peer_state_in_table(std::string_view table, const ConnectionAddress& c
 
 PeerState peer_state(const ConnectionAddress& connection) {
   for (const char* path : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    auto table = read_file(path);
-    if (table.empty()) continue;
+    std::string table;
+    try {
+      table = read_file(path);
+    } catch (const Error&) {
+      continue;  // no such table here (no IPv6, not Linux)
+    }
     auto state = peer_state_in_table(table, connection);
     if (state != PeerState::unknown) return state;
   }
