@@ -1,4 +1,4 @@
-// dew's fused float32 CPU kernels (RMSNorm, rotary, SwiGLU) against the ATen compositions they replace,
+// dew's fused float32 CPU kernels (RMSNorm, rotary, SwiGLU, short-sequence attention) against the ATen compositions they replace,
 // which are the ops PyTorch eager runs for the same layers: forward + backward of each at the demo
 // decoder's and SmolLM2-135M's shapes, interleaved (fused, composition, fused, ...) so that a burst on a
 // shared machine hits both, medians over the repetitions. One JSON line per case, with the ratio.
@@ -9,6 +9,7 @@
 #include <torch/autograd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -21,6 +22,7 @@
 #include "dew/nn/activations.h"
 #include "dew/nn/rms_norm.h"
 #include "dew/nn/rotary.h"
+#include "dew/nn/short_attention.h"
 
 namespace {
 
@@ -75,6 +77,25 @@ int main(int argc, char** argv) {
   };
   gated("swiglu demo [2048, 1024]", 2048, 1024);
   gated("swiglu smollm2 [4096, 1536]", 4096, 1536);
+  // Attention on q, k, v viewed out of one packed projection [B, N, 3, H, hd], as the layers call it,
+  // against ATen's scaled_dot_product_attention (its flash kernel on the CPU).
+  auto attention = [&](const std::string& name, std::int64_t B, std::int64_t H, std::int64_t N, std::int64_t hd, bool causal) {
+    auto split = [B, H, N, hd](const at::Tensor& packed) { return packed.view({B, N, 3, H, hd}).permute({2, 0, 3, 1, 4}).unbind(0); };
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    cases.push_back({name, {randn({B, N, 3 * H * hd})},
+                     [split, causal, scale](const auto& in) {
+                       auto qkv = split(in[0]);
+                       return dew::nn::short_attention(qkv[0], qkv[1], qkv[2], causal, scale);
+                     },
+                     [split, causal](const auto& in) {
+                       auto qkv = split(in[0]);
+                       return at::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], std::nullopt, 0.0, causal);
+                     }});
+  };
+  attention("attention dit/vit [64, 4, 49, 32]", 64, 4, 49, 32, false);
+  attention("attention jepa context [64, 4, 8, 32]", 64, 4, 8, 32, false);
+  attention("attention jepa predictor [256, 4, 17, 16]", 256, 4, 17, 16, false);
+  attention("attention demo causal [16, 4, 128, 64]", 16, 4, 128, 64, true);
 
   for (const auto& c : cases) {
     const auto probe = c.fused(c.inputs);

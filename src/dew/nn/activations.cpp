@@ -1,10 +1,11 @@
-// Without trapping math, GCC can if-convert the clamps in fast_exp and vectorise the loops below; nothing
+// Without trapping math, GCC can if-convert the clamps in fast_exp (fast_exp.h) and vectorise the loops below; nothing
 // here reads floating-point exception flags.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
 
 #include "dew/nn/activations.h"
+#include "dew/nn/fast_exp.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -14,25 +15,6 @@
 namespace dew::nn {
 
 namespace {
-
-// exp(x) for x clamped to [-87, 88] (so 2^n stays a normal float): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite:
-// ln2 split in a 9-bit head, exact times n, and a tail), e^r by its Taylor polynomial to r^7 (truncation
-// <= 0.347^8 / 8! ~ 5e-9 relative), and 2^n built in the exponent bits.
-inline float fast_exp(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  const float n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
-  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.0f / 5040;
-  p = p * r + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
-  return p * __builtin_bit_cast(float, bits);
-}
 
 inline float sigmoid(float z) { return 1.0f / (1.0f + fast_exp(-z)); }
 

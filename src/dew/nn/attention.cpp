@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "dew/nn/short_attention.h"
+
 namespace dew::nn {
 
 namespace {
@@ -76,6 +78,8 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const AttentionCall& call
   at::Tensor out;
   if (logit_softcap > 0) {
     out = softcapped_attention(q, k, v, call.mask, call.is_causal, scale, logit_softcap);
+  } else if (!call.mask.defined() && short_attention_applies(q, k, v)) {
+    out = short_attention(q, k, v, call.is_causal, scale);  // training rows, prompts without a cache
   } else {
     std::optional<at::Tensor> mask;
     if (call.mask.defined()) mask = call.mask;

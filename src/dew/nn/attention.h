@@ -1,6 +1,8 @@
 #pragma once
-// Grouped-query self-attention with rotary positions and optional per-head q/k RMSNorm (Qwen3), through
-// ATen's scaled_dot_product_attention, which picks flash or memory-efficient kernels where they apply.
+// Grouped-query self-attention with rotary positions and optional per-head q/k RMSNorm (Qwen3). Float32 rows
+// of up to 256 tokens on the CPU without a cache or mask (training, prompts) go through dew's short-sequence
+// kernel (short_attention.h); the rest through ATen's scaled_dot_product_attention, which picks flash or
+// memory-efficient kernels where they apply.
 // Soft-capped scores (Gemma 2) have no fused kernel: that path computes the scores explicitly, as
 // transformers' eager attention does (softmax in fp32).
 #include "dew/nn/kv_cache.h"

@@ -25,6 +25,7 @@
 #include "dew/training/lr_schedule.h"
 #include "dew/training/process_statistics.h"
 #include "dew/training/sharded_checkpoint.h"
+#include "dew/training/step_trace.h"
 #include "dew/training/stop_signals.h"
 
 namespace fs = std::filesystem;
@@ -422,7 +423,15 @@ FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
   bool stopping = false;  // agreed by every rank: they stop at the same step
   const std::int64_t first_step = step + 1;
   while (step < config_.steps && !stopping) {
-    auto outcome = train_step(train, step, stop);
+    StepOutcome outcome;
+    if (step + 1 == config_.trace_step) {
+      const auto& place = distributed::process_place();
+      const auto path = step_trace_path(run_dir_, step + 1, place.rank, place.world);
+      run_traced(path, [&] { outcome = train_step(train, step, stop); });
+      say(dew::str("step ", step + 1, "'s ops traced to '", path.string(), "' (LibTorch's profiler; the step is slower for it)"));
+    } else {
+      outcome = train_step(train, step, stop);
+    }
     ++step;
     if (step == first_step) {
       // Start-up cost, as a user waits for it: process start (loader, LibTorch) to the end of the first step.

@@ -38,6 +38,7 @@ void TrainerConfig::validate() const {
   if (eval_every < 0) fail("trainer.eval_every must be >= 0 (0 = only at the end), got ", eval_every);
   if (eval_batches < 0) fail("trainer.eval_batches must be >= 0 (0 = the whole split), got ", eval_batches);
   if (checkpoint_every < 0) fail("trainer.checkpoint_every must be >= 0 (0 = only at the end), got ", checkpoint_every);
+  if (trace_step < 0) fail("trainer.trace_step must be >= 0 (0 = off), got ", trace_step);
   if (keep_checkpoints < 0) fail("trainer.keep_checkpoints must be >= 0 (0 = all), got ", keep_checkpoints);
   if (!(ema_decay >= 0 && ema_decay < 1)) fail("trainer.ema_decay must be in [0, 1) (0 = none), got ", ema_decay);
   if (!(peak_flops >= 0)) fail("trainer.peak_flops must be >= 0 (0 = measure), got ", peak_flops);

@@ -22,6 +22,7 @@ struct TrainerConfig {
   double flops_per_token = 0;  // the MFU numerator per token; 0 = 6 * parameters
   std::string parallel = "ddp";  // none | ddp | fsdp: how the processes `dew launch` starts share the work
   double timeout_seconds = 600;   // a collective (or the rendezvous) waiting longer than this fails
+  std::int64_t trace_step = 0;    // 0 = off; else that step runs under LibTorch's profiler (RUN/trace/)
 
   template <class V>
   void fields(V& v) {
@@ -44,6 +45,8 @@ struct TrainerConfig {
       "over the processes, each layer gathered for its call; none = refuse to run as several processes");
     v("timeout_seconds", timeout_seconds, "with several processes: a collective or the rendezvous waiting longer than "
       "this fails, naming the rank that stopped");
+    v("trace_step", trace_step, "0 = off; N = run step N under LibTorch's profiler and write its ops as a Chrome "
+      "trace to RUN/trace/step-N.json (open in chrome://tracing or Perfetto; tools/bench/trace_ops.py sums it per op)");
   }
 
   // Rows one process reads per micro-batch: batch_size / (grad_accum x the job's process count).

@@ -1,6 +1,7 @@
 #include "dew/nn/diffusion/unet.h"
 
 #include "dew/nn/activations.h"
+#include "dew/nn/short_attention.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -60,7 +61,7 @@ at::Tensor SpatialAttentionImpl::forward(const at::Tensor& x) const {
   auto split = [&](const Linear& projection) {
     return projection->forward(tokens).reshape({B, H * W, heads, C / heads}).transpose(1, 2);  // [B, heads, HW, hd]
   };
-  auto attended = at::scaled_dot_product_attention(split(to_q), split(to_k), split(to_v));
+  auto attended = attention_short_or_sdpa(split(to_q), split(to_k), split(to_v), /*causal=*/false);
   auto projected = out->forward(attended.transpose(1, 2).reshape({B, H * W, C}));
   return projected.transpose(1, 2).reshape({B, C, H, W}) + x;
 }

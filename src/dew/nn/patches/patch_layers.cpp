@@ -1,6 +1,7 @@
 #include "dew/nn/patches/patch_layers.h"
 
 #include "dew/nn/activations.h"
+#include "dew/nn/short_attention.h"
 
 namespace dew::nn {
 namespace {
@@ -37,7 +38,7 @@ at::Tensor PatchAttentionImpl::forward(const at::Tensor& x) const {
   // unbind, not qkv_heads[i]: three selects would each backpropagate into a zero-filled copy of the whole
   // [3, B, H, N, hd] gradient; unbind's backward is one stack.
   const auto q_k_v = qkv->forward(x).reshape({B, N, 3, heads, D / heads}).permute({2, 0, 3, 1, 4}).unbind(0);  // [B, H, N, hd] each
-  auto out = at::scaled_dot_product_attention(q_k_v[0], q_k_v[1], q_k_v[2]);
+  auto out = attention_short_or_sdpa(q_k_v[0], q_k_v[1], q_k_v[2], /*causal=*/false);
   return proj->forward(out.transpose(1, 2).reshape({B, N, D}));
 }
 
