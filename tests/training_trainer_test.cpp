@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cmath>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -137,6 +138,33 @@ TEST(Trainer, CallsAfterStepOncePerOptimizerStepIncludingAfterResume) {
   using Calls = std::vector<std::pair<std::int64_t, std::int64_t>>;
   EXPECT_EQ(fit(3), (Calls{{0, 3}, {1, 3}, {2, 3}}));
   EXPECT_EQ(fit(5), (Calls{{3, 5}, {4, 5}}));  // resumed from step 3
+}
+
+TEST(Trainer, TraceStepWritesThatStepsOpsAsAChromeTraceAndChangesNothing) {
+  dew::test::SingleThreaded threads;
+  TempDir data, plain, traced;
+  dew::test::write_tiny_tokens(data.path());
+  auto config = small_run(3);
+  const auto untraced = train(data.path(), plain.path(), config);
+  config.trace_step = 2;
+  const auto result = train(data.path(), traced.path(), config);
+  // The profiler observes; the numbers are the same.
+  EXPECT_EQ(result.metrics.at("loss"), untraced.metrics.at("loss"));
+  EXPECT_EQ(result.metrics.at("grad_norm"), untraced.metrics.at("grad_norm"));
+
+  const auto trace = traced.path() / "trace" / "step-2.json";
+  ASSERT_TRUE(fs::exists(trace));
+  EXPECT_EQ(std::distance(fs::directory_iterator(traced.path() / "trace"), fs::directory_iterator()), 1);  // no temporaries
+  const auto events = nlohmann::json::parse(std::ifstream(trace));
+  std::set<std::string> ops;
+  for (const auto& e : events) {
+    if (e.value("ph", "") == "X") ops.insert(e.value("name", ""));
+  }
+  EXPECT_TRUE(ops.count("aten::mm") || ops.count("mkldnn::_linear_pointwise")) << "a training step without a matmul?";
+  EXPECT_FALSE(fs::exists(plain.path() / "trace"));
+
+  config.trace_step = -1;
+  EXPECT_NE(error_of([&] { config.validate(); }).find("trainer.trace_step must be >= 0"), std::string::npos);
 }
 
 TEST(Trainer, TwoHalfBatchesEqualOneFullBatch) {
