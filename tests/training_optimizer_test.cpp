@@ -3,6 +3,7 @@
 // state round-trips and refuses bad tensors by name.
 #include <gtest/gtest.h>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -132,6 +133,55 @@ TEST(Optimizer, AdamAddsL2DecayToTheGradient) {
   optimizer->step(0.01);
   EXPECT_NEAR(w.item<double>(), 1.99, 1e-6);
   EXPECT_EQ(b.item<double>(), 2.0);
+}
+
+// The fused float32 CPU pass and ATen's _foreach_ path (which CUDA and bf16 parameters take) are the same
+// update: a float64 copy of the parameters goes through _foreach_ ops in float64, and the float32 result
+// agrees to float rounding. And a grad_scale is the gradient multiplied beforehand (bit for bit for AdamW).
+TEST(Optimizer, FusedAdamMatchesTheForeachPathAndFoldsTheGradientScale) {
+  dew::test::SingleThreaded threads;
+  for (std::string name : {"adamw", "adam"}) {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(5);
+    // Sizes across the fused pass's 32 K-element tasks: a large matrix split over tasks, small ones grouped.
+    std::vector<std::vector<std::int64_t>> shapes{{300, 257}, {64}, {3, 5}, {40000}, {1}};
+    std::map<std::string, at::Tensor> fused, reference, prescaled;
+    std::vector<at::Tensor> grads;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      auto p = at::randn(shapes[i], generator);
+      fused["p" + std::to_string(i)] = p.clone();
+      prescaled["p" + std::to_string(i)] = p.clone();
+      reference["p" + std::to_string(i)] = p.to(at::kDouble);
+      grads.push_back(at::randn(shapes[i], generator));
+    }
+    OptimConfig config{.name = name, .learning_rate = 0.01, .weight_decay = 0.1};
+    auto a = make_optimizer(config, fused), b = make_optimizer(config, reference), c = make_optimizer(config, prescaled);
+    const double scale = 0.37;
+    for (int step = 0; step < 3; ++step) {
+      std::size_t i = 0;
+      for (auto& [key, p] : fused) {
+        (void)key;
+        p.mutable_grad() = grads[i].clone();
+        reference.at(key).mutable_grad() = grads[i].to(at::kDouble);
+        prescaled.at(key).mutable_grad() = grads[i] * static_cast<float>(scale);
+        ++i;
+      }
+      a->step(0.01, scale);
+      b->step(0.01, scale);
+      c->step(0.01);
+    }
+    for (const auto& [key, p] : fused) {
+      // AdamW's gradient is grad * scale alone: the same product either way. Adam adds l2 * p, which the
+      // compiler may fuse with either product, so there the two agree to rounding.
+      if (name == "adamw") {
+        EXPECT_TRUE(at::equal(p, prescaled.at(key))) << key;
+      } else {
+        EXPECT_LT((p - prescaled.at(key)).abs().max().item<double>(), 1e-6) << key;
+      }
+      // Three steps of float32 arithmetic on values of order 1: a few units of float32 rounding (2^-24
+      // relative) per op, a dozen ops a step; 1e-5 absolute is far below one step's movement (~lr = 1e-2).
+      EXPECT_LT((p.to(at::kDouble) - reference.at(key)).abs().max().item<double>(), 1e-5) << name << " " << key;
+    }
+  }
 }
 
 TEST(Optimizer, StateRoundTripsAndRefusesBadTensorsByName) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dew/core/error.h"
+#include "dew/nn/multi_tensor.h"
 
 namespace dew::training {
 
@@ -28,10 +29,13 @@ void Ema::update(std::int64_t updates_before) {
   if (!enabled()) return;
   const double decay = decay_at(updates_before);
   at::NoGradGuard no_grad;
+  std::vector<at::Tensor> averages, sources;
   for (auto& [name, average] : average_) {
     const auto& p = params_.at(name);
-    average.lerp_(p.scalar_type() == at::kFloat ? p : p.to(at::kFloat), 1 - decay);
+    averages.push_back(average);
+    sources.push_back(p.scalar_type() == at::kFloat ? p : p.to(at::kFloat));
   }
+  nn::lerp_each(averages, sources, 1 - decay);  // one pass over all of them (nn/multi_tensor.h)
 }
 
 void Ema::load_state(const std::map<std::string, at::Tensor>& state, const std::string& source) {

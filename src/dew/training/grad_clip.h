@@ -17,4 +17,14 @@ namespace dew::training {
 double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm,
                       const std::function<double(double)>& sum_over_processes = nullptr);
 
+// The same without touching the gradients: the norm of (gradients x pre_scale), and the factor that
+// gradients need, pre_scale times the clipping coefficient (1 when the norm is within max_norm, when
+// max_norm is 0, or when the norm is not finite). The trainer passes 1 / count as pre_scale and hands the
+// factor to the optimizer, which applies it in its own pass.
+struct GradientScale {
+  double norm = 0, factor = 1;
+};
+GradientScale gradient_scale(const std::vector<at::Tensor>& params, double max_norm, double pre_scale,
+                             const std::function<double(double)>& sum_over_processes = nullptr);
+
 }  // namespace dew::training

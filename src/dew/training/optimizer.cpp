@@ -1,17 +1,61 @@
+// Without trapping math GCC vectorises the fused Adam loop's division, and CMakeLists.txt compiles this file
+// with -fno-math-errno for its sqrt (an optimize pragma or attribute does not reach target_clones
+// functions); nothing here reads floating-point flags or errno.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include "dew/training/optimizer.h"
+
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 
 #include "dew/core/error.h"
+#include "dew/nn/multi_tensor.h"
 
 namespace dew::training {
 namespace {
 
-// Parameters split into those that decay and those that do not, each with its buffers.
-struct Group {
-  std::vector<at::Tensor> params, grads;
-  std::vector<std::vector<at::Tensor>*> buffer_lists;
+// One Adam(W) update's constants for one parameter, in float as ATen's float kernels use its scalars.
+struct AdamConstants {
+  float grad_scale;        // the gradient is grad * grad_scale
+  float l2;                // Adam's coupled decay: g += l2 * p (0 for AdamW)
+  float decay_multiplier;  // AdamW's decoupled decay: p *= 1 - lr * wd (1 for Adam)
+  float one_minus_beta1, beta2, one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size;
 };
+
+#define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+// The foreach path's ops, element by element: lerp_(m, g, 1 - beta1) (ATen's formula for a weight below
+// 0.5, else from the other end), v = v beta2 + (1 - beta2) g g, p += -step_size m / (sqrt(v) / bc2 + eps).
+DEW_CLONES void adam_range(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
+                           std::int64_t n, const AdamConstants& c) {
+  // Locals, so the vectoriser sees loop invariants rather than loads through a pointer.
+  const float grad_scale = c.grad_scale, l2 = c.l2, decay_multiplier = c.decay_multiplier, w = c.one_minus_beta1;
+  const float beta2 = c.beta2, one_minus_beta2 = c.one_minus_beta2, bias_correction2_sqrt = c.bias_correction2_sqrt;
+  const float eps = c.eps, neg_step_size = c.neg_step_size, beta1 = 1.0f - w;
+  // Two copies of one loop, for ATen's two lerp formulas (no helper: a lambda or function would be built
+  // for the baseline ISA and not inline into the clones).
+#define DEW_ADAM_LOOP(NEW_M)                                                                    \
+  for (std::int64_t i = 0; i < n; ++i) {                                                        \
+    const float grad = g[i] * grad_scale + l2 * p[i];                                           \
+    const float mi = (NEW_M);                                                                   \
+    const float vi = v[i] * beta2 + one_minus_beta2 * grad * grad;                              \
+    const float denom = __builtin_sqrtf(vi) / bias_correction2_sqrt + eps;                      \
+    p[i] = p[i] * decay_multiplier + neg_step_size * (mi / denom);                              \
+    m[i] = mi;                                                                                  \
+    v[i] = vi;                                                                                  \
+  }
+  if (w < 0.5f) {
+    DEW_ADAM_LOOP(m[i] + w * (grad - m[i]))
+  } else {
+    DEW_ADAM_LOOP(grad - (grad - m[i]) * beta1)
+  }
+#undef DEW_ADAM_LOOP
+}
+
+#undef DEW_CLONES
 
 class AdamFamily final : public Optimizer {
  public:
@@ -21,7 +65,7 @@ class AdamFamily final : public Optimizer {
     exp_avg_sq_ = &add_buffer("exp_avg_sq");
   }
 
-  void step(double lr) override {
+  void step(double lr, double grad_scale) override {
     at::NoGradGuard no_grad;
     ++steps_;
     const double beta1 = config_.beta1, beta2 = config_.beta2;
@@ -29,36 +73,65 @@ class AdamFamily final : public Optimizer {
     const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(steps_));
     const double step_size = lr / bias_correction1;
     const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+    std::vector<at::Tensor> params, grads, m, v;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (!params_[i].grad().defined()) continue;
+      params.push_back(params_[i]);
+      grads.push_back(params_[i].grad());
+      m.push_back((*exp_avg_)[i]);
+      v.push_back((*exp_avg_sq_)[i]);
+    }
+    if (params.empty()) return;
+    if (nn::multi_tensor_applies({&params, &grads, &m, &v})) {
+      std::vector<AdamConstants> constants;
+      for (const auto& p : params) {
+        const double wd = decays(p) ? config_.weight_decay : 0.0;
+        constants.push_back({static_cast<float>(grad_scale), decoupled_ ? 0.0f : static_cast<float>(wd),
+                             decoupled_ ? static_cast<float>(1 - lr * wd) : 1.0f, static_cast<float>(1 - beta1),
+                             static_cast<float>(beta2), static_cast<float>(1 - beta2), static_cast<float>(bias_correction2_sqrt),
+                             static_cast<float>(config_.eps), static_cast<float>(-step_size)});
+      }
+      nn::for_each_chunk(params, [&](std::size_t i, std::int64_t begin, std::int64_t end) {
+        adam_range(params[i].data_ptr<float>() + begin, grads[i].data_ptr<float>() + begin, m[i].data_ptr<float>() + begin,
+                   v[i].data_ptr<float>() + begin, end - begin, constants[i]);
+      });
+      return;
+    }
+    if (grad_scale != 1.0) at::_foreach_mul_(grads, grad_scale);
     for (bool decay : {true, false}) {
-      std::vector<at::Tensor> params, grads, m, v;
-      for (std::size_t i = 0; i < params_.size(); ++i) {
-        const auto& grad = params_[i].grad();
-        if (!grad.defined() || decays(params_[i]) != decay) continue;
-        params.push_back(params_[i]);
-        grads.push_back(grad);
-        m.push_back((*exp_avg_)[i]);
-        v.push_back((*exp_avg_sq_)[i]);
+      std::vector<at::Tensor> group_params, group_grads, group_m, group_v;
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        if (decays(params[i]) != decay) continue;
+        group_params.push_back(params[i]);
+        group_grads.push_back(grads[i]);
+        group_m.push_back(m[i]);
+        group_v.push_back(v[i]);
       }
-      if (params.empty()) continue;
-      const double wd = decay ? config_.weight_decay : 0.0;
-      if (wd != 0) {
-        if (decoupled_) {
-          at::_foreach_mul_(params, 1 - lr * wd);  // AdamW: p *= 1 - lr * wd
-        } else {
-          grads = at::_foreach_add(grads, params, wd);  // Adam: g += wd * p
-        }
-      }
-      at::_foreach_lerp_(m, grads, 1 - beta1);
-      at::_foreach_mul_(v, beta2);
-      at::_foreach_addcmul_(v, grads, grads, 1 - beta2);
-      auto denom = at::_foreach_sqrt(v);
-      at::_foreach_div_(denom, bias_correction2_sqrt);
-      at::_foreach_add_(denom, config_.eps);
-      at::_foreach_addcdiv_(params, m, denom, -step_size);
+      if (group_params.empty()) continue;
+      foreach_step(group_params, group_grads, group_m, group_v, decay ? config_.weight_decay : 0.0, lr, step_size, bias_correction2_sqrt);
     }
   }
 
  private:
+  // ATen's _foreach_ ops for one group (CUDA, bf16 parameters, anything the fused pass does not take).
+  void foreach_step(std::vector<at::Tensor>& params, std::vector<at::Tensor> grads, std::vector<at::Tensor>& m,
+                    std::vector<at::Tensor>& v, double wd, double lr, double step_size, double bias_correction2_sqrt) {
+    if (wd != 0) {
+      if (decoupled_) {
+        at::_foreach_mul_(params, 1 - lr * wd);  // AdamW: p *= 1 - lr * wd
+      } else {
+        grads = at::_foreach_add(grads, params, wd);  // Adam: g += wd * p
+      }
+    }
+    at::_foreach_lerp_(m, grads, 1 - config_.beta1);
+    at::_foreach_mul_(v, config_.beta2);
+    at::_foreach_addcmul_(v, grads, grads, 1 - config_.beta2);
+    auto denom = at::_foreach_sqrt(v);
+    at::_foreach_div_(denom, bias_correction2_sqrt);
+    at::_foreach_add_(denom, config_.eps);
+    at::_foreach_addcdiv_(params, m, denom, -step_size);
+  }
+
   OptimConfig config_;
   bool decoupled_;
   std::vector<at::Tensor>* exp_avg_;
@@ -73,14 +146,14 @@ class Sgd final : public Optimizer {
     if (config_.momentum > 0) momentum_ = &add_buffer("momentum");
   }
 
-  void step(double lr) override {
+  void step(double lr, double grad_scale) override {
     at::NoGradGuard no_grad;
     const bool first = steps_ == 0;
     ++steps_;
     for (std::size_t i = 0; i < params_.size(); ++i) {
       auto& p = params_[i];
       if (!p.grad().defined()) continue;
-      at::Tensor d = p.grad();
+      at::Tensor d = grad_scale != 1.0 ? p.grad().mul_(grad_scale) : p.grad();
       if (config_.weight_decay != 0 && decays(p)) d = d.add(p, config_.weight_decay);
       if (momentum_) {
         auto& buffer = (*momentum_)[i];

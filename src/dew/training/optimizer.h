@@ -1,7 +1,8 @@
 #pragma once
 // Optimizers over a module's named parameters: AdamW (decoupled decay), Adam (L2 decay) and SGD with
 // momentum, with the arithmetic of torch.optim's single-tensor/foreach paths, so 10 steps match PyTorch
-// to float rounding. Weight decay applies to matrices only (>= 2-D); norms, biases and other vectors are
+// to float rounding. Adam's update of float32 CPU parameters is one fused parallel pass over all of them
+// (nn/multi_tensor.h); other devices and dtypes take ATen's _foreach_ ops. Weight decay applies to matrices only (>= 2-D); norms, biases and other vectors are
 // spared.
 //
 // State is a flat map of named tensors, "exp_avg/<param>", "exp_avg_sq/<param>", "momentum/<param>" and
@@ -27,8 +28,10 @@ inline bool decays(const at::Tensor& parameter) { return parameter.dim() >= 2; }
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // One update of every parameter that has a gradient, at learning rate `lr`.
-  virtual void step(double lr) = 0;
+  // One update of every parameter that has a gradient, at learning rate `lr`, reading each gradient as
+  // grad * grad_scale (the trainer folds its division by the step's count and the clipping coefficient in
+  // here: one pass over the gradients instead of three). Gradients may be scaled in place.
+  virtual void step(double lr, double grad_scale = 1.0) = 0;
   // Updates taken so far (restored from a checkpoint by load_state).
   std::int64_t steps() const { return steps_; }
 

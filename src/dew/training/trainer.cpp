@@ -179,16 +179,12 @@ Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t 
          " Lower optim.learning_rate or check the data.");
   }
   if (out.count <= 0) fail("step ", step + 1, ": the batch has no loss terms (count 0); is every target masked out?");
-  {
-    at::NoGradGuard no_grad;
-    std::vector<at::Tensor> grads;
-    for (const auto& p : params) {
-      if (p.grad().defined()) grads.push_back(p.grad());
-    }
-    if (!grads.empty()) at::_foreach_div_(grads, out.count);
-  }
-  out.grad_norm = sharded_ ? clip_grad_norm(params, optim_.grad_clip_norm, [this](double s) { return sharded_->sum_over_processes(s); })
-                           : clip_grad_norm(params, optim_.grad_clip_norm);
+  // The gradients hold sums over the step's count (tokens, images, pairs): the mean's gradient is theirs
+  // divided by it. That division and the clipping are one factor the optimizer applies in its own pass.
+  const GradientScale scale =
+      sharded_ ? gradient_scale(params, optim_.grad_clip_norm, 1.0 / out.count, [this](double s) { return sharded_->sum_over_processes(s); })
+               : gradient_scale(params, optim_.grad_clip_norm, 1.0 / out.count);
+  out.grad_norm = scale.norm;
   if (!std::isfinite(out.grad_norm)) {
     auto last = latest_checkpoint(run_dir_);
     fail("non-finite gradient norm at step ", step + 1, " (loss ", out.loss_sum / out.count,
@@ -196,7 +192,7 @@ Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t 
          last ? dew::str("The last good checkpoint is '", last->string(), "'.") : std::string("No checkpoint was written yet."));
   }
   out.lr = learning_rate_at(optim_, step, optim_.schedule_steps(config_.steps));
-  optimizer_->step(out.lr);
+  optimizer_->step(out.lr, scale.factor);
   ema_->update(step);
   objective_.after_step(step, config_.steps);
   out.seconds = seconds_since(start);

@@ -7,6 +7,7 @@
 #include "dew/core/config.h"
 #include "dew/core/error.h"
 #include "dew/core/stream_seed.h"
+#include "dew/nn/multi_tensor.h"
 
 namespace dew::objectives::jepa {
 
@@ -76,7 +77,7 @@ void JepaObjective::after_step(std::int64_t step, std::int64_t total_steps) {
     target_->to(source.front().device());
     target = target_->parameters();
   }
-  at::_foreach_lerp_(target, source, 1 - m);
+  nn::lerp_each(target, source, 1 - m);
 }
 
 Loss JepaObjective::compute(const data::Batch& batch, std::uint64_t seed, bool metrics) {
