@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
                      [=] { return dew::nn::onednn_mm_transposed(dy, w.t()); }});
     cases.push_back({name + " weight grad dY^T x", macs, [=] { return at::mm(dy.t(), x); },
                      [=] { return dew::nn::onednn_mm_transposed(dy.t().contiguous(), x.t()); }});
+    // The other way round: (x^T dY)^T, copying x transposed (the narrower operand when k < m) and the
+    // small [k, m] result back.
+    cases.push_back({name + " weight grad (x^T dY)^T", macs, [=] { return at::mm(dy.t(), x); },
+                     [=] { return dew::nn::onednn_mm_transposed(x.t().contiguous(), dy.t()).t().contiguous(); }});
   };
   layer("smollm2 q/o [2048, 576->576]", 2048, 576, 576);
   layer("smollm2 k/v [2048, 576->192]", 2048, 576, 192);
@@ -74,6 +78,10 @@ int main(int argc, char** argv) {
   layer("train_lm bench up [2048, 256->1024]", 2048, 256, 1024);
   layer("train_lm bench down [2048, 1024->256]", 2048, 1024, 256);
   layer("train_lm bench head [2048, 256->4096]", 2048, 256, 4096);
+  layer("dit qkv [3136, 128->384]", 3136, 128, 384);
+  layer("dit proj [3136, 128->128]", 3136, 128, 128);
+  layer("dit fc1 [3136, 128->512]", 3136, 128, 512);
+  layer("dit fc2 [3136, 512->128]", 3136, 512, 128);
   auto forward_only = [&](std::int64_t n, std::int64_t k, std::int64_t m) {
     auto x = randn({n, k}), w = randn({m, k});
     cases.push_back({"small [" + std::to_string(n) + ", " + std::to_string(k) + "->" + std::to_string(m) + "] forward",

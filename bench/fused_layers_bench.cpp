@@ -3,7 +3,7 @@
 // decoder's and SmolLM2-135M's shapes, interleaved (fused, composition, fused, ...) so that a burst on a
 // shared machine hits both, medians over the repetitions. One JSON line per case, with the ratio.
 //
-//   fused_layers_bench [--threads 1] [--reps 30]
+//   fused_layers_bench [--threads 1] [--reps 30] [--only SUBSTRING]   (--only: the cases whose name has it)
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -48,7 +48,16 @@ struct Case {
 
 int main(int argc, char** argv) {
   int threads = 1, reps = 30;
-  if (!dew::bench::parse_threads_and_reps(argc, argv, threads, reps)) return 2;
+  std::string only;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  if (!dew::bench::parse_threads_and_reps(static_cast<int>(rest.size()), rest.data(), threads, reps)) return 2;
   at::set_num_threads(threads);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   auto randn = [&](at::IntArrayRef shape) { return at::randn(shape, gen); };
@@ -93,11 +102,19 @@ int main(int argc, char** argv) {
                      }});
   };
   attention("attention dit/vit [64, 4, 49, 32]", 64, 4, 49, 32, false);
+  // The packed entry the patch layers use: the projection's output in, its gradient out in one piece.
+  cases.push_back({"attention packed dit/vit [64, 4, 49, 32]", {randn({64, 49, 3 * 4 * 32})},
+                   [](const auto& in) { return dew::nn::short_attention_packed(in[0], 4, false, 1.0 / std::sqrt(32.0)); },
+                   [](const auto& in) {
+                     auto qkv = in[0].view({64, 49, 3, 4, 32}).permute({2, 0, 3, 1, 4}).unbind(0);
+                     return at::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2]).transpose(1, 2).reshape({64, 49, 128});
+                   }});
   attention("attention jepa context [64, 4, 8, 32]", 64, 4, 8, 32, false);
   attention("attention jepa predictor [256, 4, 17, 16]", 256, 4, 17, 16, false);
   attention("attention demo causal [16, 4, 128, 64]", 16, 4, 128, 64, true);
 
   for (const auto& c : cases) {
+    if (c.name.find(only) == std::string::npos) continue;
     const auto probe = c.fused(c.inputs);
     const auto grad = at::randn(probe.sizes(), gen);
     for (int w = 0; w < 3; ++w) time_once(c.fused, c.inputs, grad), time_once(c.composition, c.inputs, grad);

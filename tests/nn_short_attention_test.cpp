@@ -1,7 +1,7 @@
 // The short-sequence attention kernel (nn/short_attention.h) against attention written out in float64:
 // outputs and the gradients of q, k and v, causal or not, grouped-query, head sizes and lengths that are
-// not multiples of the kernel's 16 lanes, the strided views a packed qkv projection gives, and the
-// dispatch to ATen's kernel beyond its range.
+// not multiples of the kernel's 16 lanes, the strided views a packed qkv projection gives, the packed
+// entry itself, and the dispatch to ATen's kernel beyond its range.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -66,6 +66,17 @@ void check_case(const Case& c) {
   (got * grad).sum().backward();
   (want * grad).sum().backward();
   expect_close(got_in.packed.grad(), want_in.packed.grad(), bound(c.N, c.hd), "gradient of q, k and v");
+
+  // With as many key/value heads as query heads the projection is the packed [B, N, 3 H hd] the patch
+  // layers hand over whole: the packed entry computes the same numbers, its gradient in that layout.
+  if (c.H == c.Hkv) {
+    auto packed = got_in.packed.detach().reshape({c.B, c.N, 3 * c.H * c.hd}).clone().requires_grad_(true);
+    ASSERT_TRUE(dew::nn::short_attention_packed_applies(packed, c.H));
+    const auto out = dew::nn::short_attention_packed(packed, c.H, c.causal, scale);
+    EXPECT_TRUE(at::equal(out, got.detach().transpose(1, 2).reshape({c.B, c.N, c.H * c.hd})));
+    (out * grad.transpose(1, 2).reshape({c.B, c.N, c.H * c.hd})).sum().backward();
+    EXPECT_TRUE(at::equal(packed.grad().view(got_in.packed.sizes()), got_in.packed.grad()));
+  }
 
   // Without gradients the same numbers come from the path that keeps no probabilities.
   at::NoGradGuard no_grad;

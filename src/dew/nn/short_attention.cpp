@@ -122,33 +122,40 @@ DEW_CLONES void copy_rows_unpadded(const float* __restrict from, std::int64_t ro
   }
 }
 
-// Row i of the N x Np scores becomes softmax over its first `i + 1` (causal) or N entries; the rest 0.
-DEW_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t Np, bool causal) {
+// Row i of the N x Np products q.k becomes softmax(scale q.k) over its first `i + 1` (causal) or N entries;
+// the rest 0. Each pass runs over whole vectors with no scalar tail: the columns past the row's last valid
+// one, up to the next multiple of 16, are set to -inf first, so they neither win the max nor count in the sum (fast_exp
+// clamps them to e^-87 ~ 1e-38, below a float's resolution of a sum >= 1), and are zeroed at the end.
+DEW_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t Np, bool causal, float scale) {
+  constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
   for (std::int64_t i = 0; i < N; ++i) {
     float* s = S + i * Np;
     const std::int64_t valid = causal ? i + 1 : N;
-    float top = -std::numeric_limits<float>::infinity();
-    for (std::int64_t j = 0; j < valid; ++j) top = s[j] > top ? s[j] : top;
+    const std::int64_t whole = (valid + kLanes - 1) / kLanes * kLanes;  // <= Np
+    for (std::int64_t j = valid; j < whole; ++j) s[j] = kMinusInfinity;
+    float top = kMinusInfinity;
+    for (std::int64_t j = 0; j < whole; ++j) top = s[j] > top ? s[j] : top;
     float sum = 0.0f;
-    for (std::int64_t j = 0; j < valid; ++j) {
-      const float e = fast_exp(s[j] - top);
+    for (std::int64_t j = 0; j < whole; ++j) {
+      const float e = fast_exp((s[j] - top) * scale);  // scale > 0: the row's largest scaled entry is scale * top
       s[j] = e;
       sum += e;
     }
     const float inverse = 1.0f / sum;
-    for (std::int64_t j = 0; j < valid; ++j) s[j] *= inverse;
+    for (std::int64_t j = 0; j < whole; ++j) s[j] *= inverse;
     for (std::int64_t j = valid; j < Np; ++j) s[j] = 0.0f;
   }
 }
 
-// dS = P * (dP - rowsum(P * dP)), in place of dP: the softmax's backward (P is 0 where masked or padded).
-DEW_CLONES void softmax_backward_rows(const float* __restrict P, float* __restrict dP, std::int64_t N, std::int64_t Np) {
+// dS = scale P (dP - rowsum(P dP)), in place of dP: the softmax's backward, times the scores' scale so
+// that dQ = dS K and dK = dS^T Q (P is 0 where masked or padded).
+DEW_CLONES void softmax_backward_rows(const float* __restrict P, float* __restrict dP, std::int64_t N, std::int64_t Np, float scale) {
   for (std::int64_t i = 0; i < N; ++i) {
     const float* p = P + i * Np;
     float* d = dP + i * Np;
     float dot = 0.0f;
     for (std::int64_t j = 0; j < Np; ++j) dot += p[j] * d[j];
-    for (std::int64_t j = 0; j < Np; ++j) d[j] = p[j] * (d[j] - dot);
+    for (std::int64_t j = 0; j < Np; ++j) d[j] = scale * (p[j] * (d[j] - dot));
   }
 }
 
@@ -168,124 +175,189 @@ struct Dims {
   std::int64_t B, H, Hkv, N, hd, hdp, Np;
   float scale;
   bool causal;
-  Dims(const at::Tensor& q, const at::Tensor& k, bool causal_, double scale_)
-      : B(q.size(0)), H(q.size(1)), Hkv(k.size(1)), N(q.size(2)), hd(q.size(3)), hdp(round_up(q.size(3))),
-        Np(round_up(q.size(2))), scale(static_cast<float>(scale_)), causal(causal_) {}
+  Dims(std::int64_t B_, std::int64_t H_, std::int64_t Hkv_, std::int64_t N_, std::int64_t hd_, bool causal_, double scale_)
+      : B(B_), H(H_), Hkv(Hkv_), N(N_), hd(hd_), hdp(round_up(hd_)), Np(round_up(N_)), scale(static_cast<float>(scale_)),
+        causal(causal_) {}
   std::int64_t group() const { return H / Hkv; }
+  // Rows whose length is a whole number of vectors are read and written where they lie; others go
+  // through padded copies.
+  bool in_place() const { return hd == hdp; }
 };
 
-// N x hd from a strided tensor into an N x hdp buffer (times `factor`), the padding 0.
-void gather_rows(const Strided& from, std::int64_t b, std::int64_t h, const Dims& d, float factor, float* to) {
-  copy_rows_padded(from.row(b, h, 0), from.sn, d.N, d.hd, d.hdp, factor, to);
+// The N x hd rows of (b, h) as a matrix whose rows hold hdp columns: the tensor itself when in place, else
+// a padded copy in `buffer`.
+struct Rows {
+  float* data;
+  std::int64_t stride;
+};
+Rows readable_rows(const Strided& t, std::int64_t b, std::int64_t h, const Dims& d, float* buffer) {
+  if (d.in_place()) return {t.row(b, h, 0), t.sn};
+  copy_rows_padded(t.row(b, h, 0), t.sn, d.N, d.hd, d.hdp, 1.0f, buffer);
+  return {buffer, d.hdp};
+}
+// Where a product for (b, h)'s rows is written: the tensor, or `buffer` to be copied out by finish_rows.
+Rows writable_rows(const Strided& t, std::int64_t b, std::int64_t h, const Dims& d, float* buffer) {
+  return d.in_place() ? Rows{t.row(b, h, 0), t.sn} : Rows{buffer, d.hdp};
+}
+void finish_rows(const Rows& rows, const Strided& t, std::int64_t b, std::int64_t h, const Dims& d) {
+  if (!d.in_place()) copy_rows_unpadded(rows.data, d.N, d.hd, d.hdp, 1.0f, t.row(b, h, 0), t.sn);
+}
+void zero_rows(const Rows& rows, const Dims& d) {
+  for (std::int64_t i = 0; i < d.N; ++i) std::fill(rows.data + i * rows.stride, rows.data + i * rows.stride + d.hdp, 0.0f);
 }
 
-// The transpose: hd x N of the tensor's rows into an hdp x Np buffer, the padding 0.
+// The transpose: hd x N of the tensor's rows into an hd x Np buffer (columns N.. 0), the B operand of
+// q k^T and dO v^T.
 void gather_transposed(const Strided& from, std::int64_t b, std::int64_t h, const Dims& d, float* to) {
-  std::fill(to, to + d.hdp * d.Np, 0.0f);
+  for (std::int64_t c = 0; c < d.hd; ++c) std::fill(to + c * d.Np + d.N, to + (c + 1) * d.Np, 0.0f);
   for (std::int64_t i = 0; i < d.N; ++i) {
     const float* src = from.row(b, h, i);
     for (std::int64_t c = 0; c < d.hd; ++c) to[c * d.Np + i] = src[c];
   }
 }
 
-// Rows of a contiguous [B, N, heads, hd] tensor.
-float* bnhd_row(float* base, const Dims& d, std::int64_t heads, std::int64_t b, std::int64_t i, std::int64_t h) {
-  return base + ((b * d.N + i) * heads + h) * d.hd;
-}
-
-void scatter_rows(const float* from, const Dims& d, float factor, float* base, std::int64_t heads, std::int64_t b, std::int64_t h) {
-  copy_rows_unpadded(from, d.N, d.hd, d.hdp, factor, bnhd_row(base, d, heads, b, 0, h), heads * d.hd);
-}
-
-// The forward: out [B, N, H, hd] contiguous; with `probabilities` ([B, H, N, Np]) it keeps each head's
-// softmax for the backward.
-at::Tensor run_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Dims& d, at::Tensor* probabilities) {
-  at::Tensor out = at::empty({d.B, d.N, d.H, d.hd}, q.options());
-  const Strided Q(q), K(k), V(v);
-  float* out_data = out.data_ptr<float>();
-  float* kept = probabilities != nullptr ? probabilities->data_ptr<float>() : nullptr;
+// The forward into `out` ([B, H, N, hd] strides); with `kept` ([B, H, N, Np]) it keeps each head's softmax
+// for the backward.
+void run_forward(const Strided& Q, const Strided& K, const Strided& V, const Strided& out, const Dims& d, float* kept) {
   auto causal_or = [&d](Band band) { return d.causal ? band : Band::kFull; };
   at::parallel_for(0, d.B * d.Hkv, 1, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> qs(d.N * d.hdp), kt(d.hdp * d.Np), vs(d.Np * d.hdp, 0.0f), scores(d.N * d.Np), o(d.N * d.hdp);
+    std::vector<float> kt(d.hd * d.Np), scores(d.N * d.Np), padded_v, padded_o;
+    if (!d.in_place()) padded_v.resize(d.N * d.hdp), padded_o.resize(d.N * d.hdp);
     for (std::int64_t unit = begin; unit < end; ++unit) {
       const std::int64_t b = unit / d.Hkv, kv_head = unit % d.Hkv;
       gather_transposed(K, b, kv_head, d, kt.data());
-      gather_rows(V, b, kv_head, d, 1.0f, vs.data());  // rows N..Np stay 0
+      const Rows v = readable_rows(V, b, kv_head, d, padded_v.data());
       for (std::int64_t g = 0; g < d.group(); ++g) {
         const std::int64_t h = kv_head * d.group() + g;
         float* p = kept != nullptr ? kept + (b * d.H + h) * d.N * d.Np : scores.data();
-        gather_rows(Q, b, h, d, d.scale, qs.data());
-        small_gemm(d.N, d.Np, d.hdp, qs.data(), d.hdp, 1, kt.data(), d.Np, p, d.Np, false, causal_or(Band::kColumnsToRow));
-        softmax_rows(p, d.N, d.Np, d.causal);
-        small_gemm(d.N, d.hdp, d.Np, p, d.Np, 1, vs.data(), d.hdp, o.data(), d.hdp, false, causal_or(Band::kDepthToRow));
-        scatter_rows(o.data(), d, 1.0f, out_data, d.H, b, h);
+        small_gemm(d.N, d.Np, d.hd, Q.row(b, h, 0), Q.sn, 1, kt.data(), d.Np, p, d.Np, false, causal_or(Band::kColumnsToRow));
+        softmax_rows(p, d.N, d.Np, d.causal, d.scale);
+        const Rows o = writable_rows(out, b, h, d, padded_o.data());
+        small_gemm(d.N, d.hdp, d.N, p, d.Np, 1, v.data, v.stride, o.data, o.stride, false, causal_or(Band::kDepthToRow));
+        finish_rows(o, out, b, h, d);
       }
     }
   });
-  return out;
 }
 
-// The backward from the kept softmax P: with S = scale q k^T,
-//   dV = P^T dO,  dP = dO V^T,  dS = P (dP - rowsum(P dP)),  dQ = scale dS K,  dK = scale dS^T Q.
+// The backward from the kept softmax P: with S = scale q k^T and dS' = scale P (dP - rowsum(P dP)),
+//   dV = P^T dO,  dP = dO V^T,  dQ = dS' K,  dK = dS'^T Q.
 // Each unit (one image or row, one key/value head) owns its rows of dk and dv, so units run in parallel.
-std::array<at::Tensor, 3> run_backward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& probabilities,
-                                       const at::Tensor& grad_out, const Dims& d) {
-  at::Tensor dq = at::empty({d.B, d.N, d.H, d.hd}, q.options());
-  at::Tensor dk = at::empty({d.B, d.N, d.Hkv, d.hd}, q.options());
-  at::Tensor dv = at::empty({d.B, d.N, d.Hkv, d.hd}, q.options());
-  const Strided Q(q), K(k), V(v), dO(grad_out);
-  const float* kept = probabilities.data_ptr<float>();
+void run_backward(const Strided& Q, const Strided& K, const Strided& V, const float* kept, const Strided& dO, const Strided& dQ,
+                  const Strided& dK, const Strided& dV, const Dims& d) {
   auto causal_or = [&d](Band band) { return d.causal ? band : Band::kFull; };
   at::parallel_for(0, d.B * d.Hkv, 1, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> ks(d.N * d.hdp), vt(d.hdp * d.Np), qs(d.N * d.hdp), dos(d.N * d.hdp), ds(d.N * d.Np), dqs(d.N * d.hdp), dks(d.N * d.hdp), dvs(d.N * d.hdp);
+    std::vector<float> vt(d.hd * d.Np), ds(d.N * d.Np), pad_k, pad_q, pad_do, pad_dq, pad_dk, pad_dv;
+    if (!d.in_place()) {
+      for (auto* buffer : {&pad_k, &pad_q, &pad_do, &pad_dq, &pad_dk, &pad_dv}) buffer->resize(d.N * d.hdp);
+    }
     for (std::int64_t unit = begin; unit < end; ++unit) {
       const std::int64_t b = unit / d.Hkv, kv_head = unit % d.Hkv;
-      gather_rows(K, b, kv_head, d, 1.0f, ks.data());
+      const Rows k = readable_rows(K, b, kv_head, d, pad_k.data());
       gather_transposed(V, b, kv_head, d, vt.data());
-      std::fill(dks.begin(), dks.end(), 0.0f);
-      std::fill(dvs.begin(), dvs.end(), 0.0f);
+      const Rows dk = writable_rows(dK, b, kv_head, d, pad_dk.data()), dv = writable_rows(dV, b, kv_head, d, pad_dv.data());
+      zero_rows(dk, d);
+      zero_rows(dv, d);
       for (std::int64_t g = 0; g < d.group(); ++g) {
         const std::int64_t h = kv_head * d.group() + g;
         const float* p = kept + (b * d.H + h) * d.N * d.Np;
-        gather_rows(Q, b, h, d, d.scale, qs.data());
-        gather_rows(dO, b, h, d, 1.0f, dos.data());
-        small_gemm(d.N, d.hdp, d.N, p, 1, d.Np, dos.data(), d.hdp, dvs.data(), d.hdp, true, causal_or(Band::kDepthFromRow));
-        small_gemm(d.N, d.Np, d.hdp, dos.data(), d.hdp, 1, vt.data(), d.Np, ds.data(), d.Np, false, causal_or(Band::kColumnsToRow));
-        softmax_backward_rows(p, ds.data(), d.N, d.Np);
-        small_gemm(d.N, d.hdp, d.N, ds.data(), d.Np, 1, ks.data(), d.hdp, dqs.data(), d.hdp, false, causal_or(Band::kDepthToRow));
-        scatter_rows(dqs.data(), d, d.scale, dq.data_ptr<float>(), d.H, b, h);
-        small_gemm(d.N, d.hdp, d.N, ds.data(), 1, d.Np, qs.data(), d.hdp, dks.data(), d.hdp, true, causal_or(Band::kDepthFromRow));  // qs holds scale q
+        const Rows q = readable_rows(Q, b, h, d, pad_q.data()), d_out = readable_rows(dO, b, h, d, pad_do.data());
+        small_gemm(d.N, d.hdp, d.N, p, 1, d.Np, d_out.data, d_out.stride, dv.data, dv.stride, true, causal_or(Band::kDepthFromRow));
+        small_gemm(d.N, d.Np, d.hd, dO.row(b, h, 0), dO.sn, 1, vt.data(), d.Np, ds.data(), d.Np, false, causal_or(Band::kColumnsToRow));
+        softmax_backward_rows(p, ds.data(), d.N, d.Np, d.scale);
+        const Rows dq = writable_rows(dQ, b, h, d, pad_dq.data());
+        small_gemm(d.N, d.hdp, d.N, ds.data(), d.Np, 1, k.data, k.stride, dq.data, dq.stride, false, causal_or(Band::kDepthToRow));
+        finish_rows(dq, dQ, b, h, d);
+        small_gemm(d.N, d.hdp, d.N, ds.data(), 1, d.Np, q.data, q.stride, dk.data, dk.stride, true, causal_or(Band::kDepthFromRow));
       }
-      scatter_rows(dks.data(), d, 1.0f, dk.data_ptr<float>(), d.Hkv, b, kv_head);
-      scatter_rows(dvs.data(), d, 1.0f, dv.data_ptr<float>(), d.Hkv, b, kv_head);
+      finish_rows(dk, dK, b, kv_head, d);
+      finish_rows(dv, dV, b, kv_head, d);
     }
   });
-  return {dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2)};
 }
 
+// [B, N, heads, hd] contiguous, viewed [B, heads, N, hd]: the layout outputs and gradients are made in.
+at::Tensor heads_view(std::int64_t B, std::int64_t N, std::int64_t heads, std::int64_t hd, const at::TensorOptions& options) {
+  return at::empty({B, N, heads, hd}, options).transpose(1, 2);
+}
+
+Dims dims_of(const at::Tensor& q, const at::Tensor& k, bool causal, double scale) {
+  return Dims(q.size(0), q.size(1), k.size(1), q.size(2), q.size(3), causal, scale);
+}
+
+// q, k and v given apart ([B, heads, N, hd] views, last stride 1).
 struct ShortAttentionFunction : public torch::autograd::Function<ShortAttentionFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             bool causal, double scale) {
-    const Dims d(q, k, causal, scale);
+    const Dims d = dims_of(q, k, causal, scale);
     at::Tensor probabilities = at::empty({d.B, d.H, d.N, d.Np}, q.options());
-    at::Tensor out = run_forward(q, k, v, d, &probabilities);
+    at::Tensor out = heads_view(d.B, d.N, d.H, d.hd, q.options());
+    run_forward(Strided(q), Strided(k), Strided(v), Strided(out), d, probabilities.data_ptr<float>());
     ctx->save_for_backward({q, k, v, probabilities});
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["scale"] = scale;
-    return out.transpose(1, 2);
+    return out;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const Dims d(saved[0], saved[1], ctx->saved_data["causal"].toBool(), ctx->saved_data["scale"].toDouble());
+    const Dims d = dims_of(saved[0], saved[1], ctx->saved_data["causal"].toBool(), ctx->saved_data["scale"].toDouble());
     at::Tensor grad = grads[0].to(at::kFloat);
     if (grad.stride(-1) != 1) grad = grad.contiguous();
-    auto [dq, dk, dv] = run_backward(saved[0], saved[1], saved[2], saved[3], grad, d);
+    at::Tensor dq = heads_view(d.B, d.N, d.H, d.hd, grad.options()), dk = heads_view(d.B, d.N, d.Hkv, d.hd, grad.options()),
+               dv = heads_view(d.B, d.N, d.Hkv, d.hd, grad.options());
+    run_backward(Strided(saved[0]), Strided(saved[1]), Strided(saved[2]), saved[3].data_ptr<float>(), Strided(grad), Strided(dq),
+                 Strided(dk), Strided(dv), d);
     return {dq, dk, dv, at::Tensor(), at::Tensor()};
   }
 };
 
+// q, k and v of one packed projection [B, N, 3 * H * hd]: the [B, heads, N, hd] view of part `which`.
+at::Tensor packed_part(const at::Tensor& qkv, std::int64_t heads, std::int64_t which) {
+  const auto B = qkv.size(0), N = qkv.size(1), hd = qkv.size(2) / (3 * heads);
+  return qkv.view({B, N, 3, heads, hd}).select(2, which).transpose(1, 2);
+}
+
+// The packed form: the gradient of q, k and v is written into one [B, N, 3 * H * hd] tensor, the layout of
+// the projection's output, so autograd neither stacks three gradients nor copies a transposed one.
+struct PackedAttentionFunction : public torch::autograd::Function<PackedAttentionFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& qkv, std::int64_t heads, bool causal, double scale) {
+    const auto q = packed_part(qkv, heads, 0), k = packed_part(qkv, heads, 1), v = packed_part(qkv, heads, 2);
+    const Dims d = dims_of(q, k, causal, scale);
+    at::Tensor probabilities = at::empty({d.B, d.H, d.N, d.Np}, qkv.options());
+    at::Tensor out = at::empty({d.B, d.N, d.H * d.hd}, qkv.options());
+    run_forward(Strided(q), Strided(k), Strided(v), Strided(out.view({d.B, d.N, d.H, d.hd}).transpose(1, 2)), d,
+                probabilities.data_ptr<float>());
+    ctx->save_for_backward({qkv, probabilities});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["causal"] = causal;
+    ctx->saved_data["scale"] = scale;
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto heads = ctx->saved_data["heads"].toInt();
+    const auto q = packed_part(saved[0], heads, 0), k = packed_part(saved[0], heads, 1), v = packed_part(saved[0], heads, 2);
+    const Dims d = dims_of(q, k, ctx->saved_data["causal"].toBool(), ctx->saved_data["scale"].toDouble());
+    at::Tensor grad = grads[0].to(at::kFloat).contiguous();
+    at::Tensor dqkv = at::empty(saved[0].sizes(), grad.options());
+    run_backward(Strided(q), Strided(k), Strided(v), saved[1].data_ptr<float>(),
+                 Strided(grad.view({d.B, d.N, d.H, d.hd}).transpose(1, 2)), Strided(packed_part(dqkv, heads, 0)),
+                 Strided(packed_part(dqkv, heads, 1)), Strided(packed_part(dqkv, heads, 2)), d);
+    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 at::Tensor unit_stride_rows(const at::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
+
+bool grad_needed(std::initializer_list<const at::Tensor*> tensors) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const auto* t : tensors) {
+    if (t->requires_grad()) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -303,10 +375,28 @@ at::Tensor short_attention(const at::Tensor& q, const at::Tensor& k, const at::T
   TORCH_CHECK(short_attention_applies(q, k, v), "short_attention: unsupported inputs q ", q.sizes(), " ", q.scalar_type(),
               ", k ", k.sizes(), ", v ", v.sizes());
   const at::Tensor qr = unit_stride_rows(q), kr = unit_stride_rows(k), vr = unit_stride_rows(v);
-  if (at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad())) {
-    return ShortAttentionFunction::apply(qr, kr, vr, causal, scale);
-  }
-  return run_forward(qr, kr, vr, Dims(qr, kr, causal, scale), nullptr).transpose(1, 2);
+  if (grad_needed({&q, &k, &v})) return ShortAttentionFunction::apply(qr, kr, vr, causal, scale);
+  const Dims d = dims_of(qr, kr, causal, scale);
+  at::Tensor out = heads_view(d.B, d.N, d.H, d.hd, q.options());
+  run_forward(Strided(qr), Strided(kr), Strided(vr), Strided(out), d, nullptr);
+  return out;
+}
+
+bool short_attention_packed_applies(const at::Tensor& qkv, std::int64_t heads) {
+  if (qkv.dim() != 3 || heads < 1 || qkv.size(2) % (3 * heads) != 0 || !qkv.is_contiguous()) return false;
+  const auto q = packed_part(qkv, heads, 0);
+  return short_attention_applies(q, q, q);
+}
+
+at::Tensor short_attention_packed(const at::Tensor& qkv, std::int64_t heads, bool causal, double scale) {
+  TORCH_CHECK(short_attention_packed_applies(qkv, heads), "short_attention_packed: unsupported input ", qkv.sizes(), " ",
+              qkv.scalar_type(), " with ", heads, " heads");
+  if (grad_needed({&qkv})) return PackedAttentionFunction::apply(qkv, heads, causal, scale);
+  const auto q = packed_part(qkv, heads, 0), k = packed_part(qkv, heads, 1), v = packed_part(qkv, heads, 2);
+  const Dims d = dims_of(q, k, causal, scale);
+  at::Tensor out = at::empty({d.B, d.N, d.H * d.hd}, qkv.options());
+  run_forward(Strided(q), Strided(k), Strided(v), Strided(out.view({d.B, d.N, d.H, d.hd}).transpose(1, 2)), d, nullptr);
+  return out;
 }
 
 at::Tensor attention_short_or_sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale) {

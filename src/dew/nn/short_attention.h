@@ -23,6 +23,12 @@ bool short_attention_applies(const at::Tensor& q, const at::Tensor& k, const at:
 // [B, N, H, hd], so the caller's out.transpose(1, 2).reshape({B, N, H * hd}) copies nothing.
 at::Tensor short_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale);
 
+// The same attention straight from a packed projection qkv [B, N, 3 * H * hd] (q, k, v in that order, the
+// heads inside each, as PatchAttention's qkv Linear gives it): returns [B, N, H * hd], and the gradient is
+// one [B, N, 3 * H * hd] tensor, so no stack of three gradients and no transposed copy follow.
+bool short_attention_packed_applies(const at::Tensor& qkv, std::int64_t heads);
+at::Tensor short_attention_packed(const at::Tensor& qkv, std::int64_t heads, bool causal, double scale);
+
 // short_attention where it applies, else ATen's scaled_dot_product_attention (same arguments, no mask, no
 // dropout). scale <= 0 means 1 / sqrt(hd).
 at::Tensor attention_short_or_sdpa(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, double scale = 0);

@@ -1,5 +1,7 @@
 #include "dew/nn/patches/patch_layers.h"
 
+#include <cmath>
+
 #include "dew/nn/activations.h"
 #include "dew/nn/short_attention.h"
 
@@ -35,9 +37,13 @@ PatchAttentionImpl::PatchAttentionImpl(std::int64_t dim, std::int64_t heads_) : 
 
 at::Tensor PatchAttentionImpl::forward(const at::Tensor& x) const {
   const auto B = x.size(0), N = x.size(1), D = x.size(2);
+  const auto projected = qkv->forward(x);
+  if (short_attention_packed_applies(projected, heads)) {  // float32 CPU patch sequences
+    return proj->forward(short_attention_packed(projected, heads, /*causal=*/false, 1.0 / std::sqrt(static_cast<double>(D / heads))));
+  }
   // unbind, not qkv_heads[i]: three selects would each backpropagate into a zero-filled copy of the whole
   // [3, B, H, N, hd] gradient; unbind's backward is one stack.
-  const auto q_k_v = qkv->forward(x).reshape({B, N, 3, heads, D / heads}).permute({2, 0, 3, 1, 4}).unbind(0);  // [B, H, N, hd] each
+  const auto q_k_v = projected.reshape({B, N, 3, heads, D / heads}).permute({2, 0, 3, 1, 4}).unbind(0);  // [B, H, N, hd] each
   auto out = attention_short_or_sdpa(q_k_v[0], q_k_v[1], q_k_v[2], /*causal=*/false);
   return proj->forward(out.transpose(1, 2).reshape({B, N, D}));
 }
