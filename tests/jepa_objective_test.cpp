@@ -78,6 +78,15 @@ TEST(JepaObjective, ReportsCollapseDiagnosticsAndRefusesBadSettings) {
   JepaObjective objective(tiny(), {}, 0);
   auto stats = objective.evaluate(batch_of(8));
   EXPECT_GT(stats.mean("target_std"), 0.0);
+  {
+    // target_std is the batch standard deviation of each (patch, feature) of the layer-normed target
+    // features, averaged: at::std's. Sums of 8 float32 terms, then a sqrt: within 1e-5 relative.
+    at::NoGradGuard no_grad;
+    auto features = objective.target_encoder()->forward(batch_of(8).get("images"));
+    features = at::layer_norm(features, {features.size(-1)});
+    const double want = features.std(0).mean().item<double>();
+    EXPECT_NEAR(stats.mean("target_std"), want, 1e-5 * want);
+  }
   EXPECT_GT(stats.mean("effective_rank"), 1.0);  // 8 different random images use more than one direction
   EXPECT_LE(stats.mean("effective_rank"), 8.0);  // at most the batch's (centred) rank
   EXPECT_EQ(stats.mean("loss"), objective.evaluate(batch_of(8)).mean("loss"));  // one fixed mask stream

@@ -120,4 +120,17 @@ at::Tensor cpu_linear(const at::Tensor& x, const at::Tensor& weight, const at::T
   return OneDnnLinear::apply(x, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt);
 }
 
+at::Tensor cpu_linear_gelu_tanh_no_grad(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  if (at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()))) return {};
+  const bool onednn = uses_onednn(x, weight) && plain_or_transposed(weight) && x.is_contiguous() &&
+                      (!bias.defined() || (bias.scalar_type() == at::kFloat && bias.is_contiguous()));
+  if (!onednn) return {};
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  return linear_pointwise()
+      ->call(x.reshape({-1, x.size(-1)}), weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt, "gelu",
+             c10::List<std::optional<c10::Scalar>>(), "tanh")
+      .view(sizes);
+}
+
 }  // namespace dew::nn

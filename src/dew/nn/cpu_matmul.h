@@ -18,6 +18,12 @@ namespace dew::nn {
 // the input gradient (dY W) go through oneDNN; the weight gradient dY^T x stays at::mm.
 at::Tensor cpu_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
 
+// gelu_tanh(x W^T + b) in one oneDNN call where no gradient is needed (the activation is applied as the
+// product's results are written: no second pass over a [tokens, hidden] block); an undefined tensor where
+// that does not apply (gradients wanted, another device or dtype, a product oneDNN does not take), and the
+// caller composes the two. oneDNN's tanh-GELU agrees with dew's (nn/activations.h) to float rounding.
+at::Tensor cpu_linear_gelu_tanh_no_grad(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
 // a [..., k] b^T for b [m, k] (any strides): at::linear(a, b), for hand-written forward and backward passes.
 // Where autograd would record the product (grad mode on, an operand requiring grad) it is at::linear itself.
 at::Tensor mm_transposed(const at::Tensor& a, const at::Tensor& b);

@@ -124,8 +124,9 @@ DEW_CLONES void copy_rows_unpadded(const float* __restrict from, std::int64_t ro
 
 // Row i of the N x Np products q.k becomes softmax(scale q.k) over its first `i + 1` (causal) or N entries;
 // the rest 0. Each pass runs over whole vectors with no scalar tail: the columns past the row's last valid
-// one, up to the next multiple of 16, are set to -inf first, so they neither win the max nor count in the sum (fast_exp
-// clamps them to e^-87 ~ 1e-38, below a float's resolution of a sum >= 1), and are zeroed at the end.
+// one, up to the next multiple of 16, are set to -inf first, so they neither win the max nor count in the
+// sum, and are zeroed at the end. The max and the sum keep 16 partial results (GCC will not reorder a
+// float reduction by itself, and a one-lane chain of dependent adds runs at a fraction of the speed).
 DEW_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t Np, bool causal, float scale) {
   constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
   for (std::int64_t i = 0; i < N; ++i) {
@@ -133,14 +134,24 @@ DEW_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t N
     const std::int64_t valid = causal ? i + 1 : N;
     const std::int64_t whole = (valid + kLanes - 1) / kLanes * kLanes;  // <= Np
     for (std::int64_t j = valid; j < whole; ++j) s[j] = kMinusInfinity;
-    float top = kMinusInfinity;
-    for (std::int64_t j = 0; j < whole; ++j) top = s[j] > top ? s[j] : top;
-    float sum = 0.0f;
-    for (std::int64_t j = 0; j < whole; ++j) {
-      const float e = fast_exp((s[j] - top) * scale);  // scale > 0: the row's largest scaled entry is scale * top
-      s[j] = e;
-      sum += e;
+    Lanes tops = DEW_LOAD(s);
+    for (std::int64_t j = kLanes; j < whole; j += kLanes) {
+      const Lanes x = DEW_LOAD(s + j);
+      tops = x > tops ? x : tops;
     }
+    float top = tops[0];
+    for (int l = 1; l < kLanes; ++l) top = tops[l] > top ? tops[l] : top;
+    for (std::int64_t j = 0; j < whole; ++j) {
+      // scale > 0: the row's largest scaled entry is scale * top. Below e^-87 (fast_exp's clamp) the
+      // weight is 0 outright: e^-87 times 1/sum would be a subnormal, and each arithmetic op on one costs
+      // ~100 cycles (the -inf columns would hit it every row).
+      const float x = (s[j] - top) * scale;
+      s[j] = x > -87.0f ? fast_exp(x) : 0.0f;
+    }
+    Lanes sums = {};
+    for (std::int64_t j = 0; j < whole; j += kLanes) sums += DEW_LOAD(s + j);
+    float sum = 0.0f;
+    for (int l = 0; l < kLanes; ++l) sum += sums[l];
     const float inverse = 1.0f / sum;
     for (std::int64_t j = 0; j < whole; ++j) s[j] *= inverse;
     for (std::int64_t j = valid; j < Np; ++j) s[j] = 0.0f;
@@ -148,13 +159,15 @@ DEW_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t N
 }
 
 // dS = scale P (dP - rowsum(P dP)), in place of dP: the softmax's backward, times the scores' scale so
-// that dQ = dS K and dK = dS^T Q (P is 0 where masked or padded).
+// that dQ = dS K and dK = dS^T Q (P is 0 where masked or padded). The row sum in 16 partial sums.
 DEW_CLONES void softmax_backward_rows(const float* __restrict P, float* __restrict dP, std::int64_t N, std::int64_t Np, float scale) {
   for (std::int64_t i = 0; i < N; ++i) {
     const float* p = P + i * Np;
     float* d = dP + i * Np;
+    Lanes dots = {};
+    for (std::int64_t j = 0; j < Np; j += kLanes) dots += DEW_LOAD(p + j) * DEW_LOAD(d + j);
     float dot = 0.0f;
-    for (std::int64_t j = 0; j < Np; ++j) dot += p[j] * d[j];
+    for (int l = 0; l < kLanes; ++l) dot += dots[l];
     for (std::int64_t j = 0; j < Np; ++j) d[j] = scale * (p[j] * (d[j] - dot));
   }
 }

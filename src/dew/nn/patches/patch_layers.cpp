@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "dew/nn/activations.h"
+#include "dew/nn/cpu_matmul.h"
 #include "dew/nn/short_attention.h"
 
 namespace dew::nn {
@@ -53,6 +54,11 @@ PatchMlpImpl::PatchMlpImpl(std::int64_t dim, std::int64_t hidden) {
   fc2 = register_module("fc2", Linear(hidden, dim, true, kParamDtype));
 }
 
-at::Tensor PatchMlpImpl::forward(const at::Tensor& x) const { return fc2->forward(dew::nn::gelu_tanh(fc1->forward(x))); }
+at::Tensor PatchMlpImpl::forward(const at::Tensor& x) const {
+  if (!fc1->quantized && !fc1->lora_A) {  // without gradients (a JEPA target, sampling) the GELU rides on the product
+    if (auto fused = cpu_linear_gelu_tanh_no_grad(x, fc1->weight, fc1->bias); fused.defined()) return fc2->forward(fused);
+  }
+  return fc2->forward(dew::nn::gelu_tanh(fc1->forward(x)));
+}
 
 }  // namespace dew::nn

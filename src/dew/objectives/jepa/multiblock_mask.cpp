@@ -1,7 +1,10 @@
 #include "dew/objectives/jepa/multiblock_mask.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <vector>
 
 #include "dew/core/error.h"
@@ -29,8 +32,13 @@ Size block_size(at::Generator& generator, std::int64_t height, std::int64_t widt
   return {h, w};
 }
 
+// torch.randint(0, high, (1,), generator=g) itself: ATen draws one 32-bit word from the CPU generator and
+// takes it modulo the range (uniform_int_from_to_distribution, for ranges below 2^32). Drawn here directly:
+// hundreds of one-element randint ops a batch cost a millisecond in dispatch alone.
 std::int64_t draw_below(at::Generator& generator, std::int64_t high) {
-  return at::randint(0, high, {1}, generator, at::kLong).item<std::int64_t>();
+  auto* cpu = at::check_generator<at::CPUGeneratorImpl>(generator);
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return static_cast<std::int64_t>(cpu->random() % static_cast<std::uint64_t>(high));
 }
 
 using Grid = std::vector<char>;  // row-major, 1 = in
