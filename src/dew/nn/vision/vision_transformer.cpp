@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -30,8 +31,12 @@ at::Tensor run_blocks(const torch::nn::ModuleList& blocks, at::Tensor x) {
 }
 
 // I-JEPA's init: linear weights normal(0, 0.02) (it truncates at 2 std; a plain normal here), biases 0,
-// LayerNorm scales 1; the patch convolution like a linear; positions fixed. Sorted names: the draws depend
-// on nothing else.
+// LayerNorm scales 1; positions fixed. The patch convolution gets 0.02 scaled by sqrt(768 / fan-in): I-JEPA's
+// own 16 x 16 x 3 patches (fan-in 768) keep exactly 0.02, while a 4 x 4 grey patch (fan-in 16) gets 0.14.
+// With 0.02 there, a small patch's embedding is ~0.1 against sin-cos positions of ~0.7: every image
+// starts out looking alike to the encoder, the target features are nearly constant (target_std ~0.05 for
+// the first few hundred steps) and the predictor only learns the positions meanwhile. Sorted names: the
+// draws depend on nothing else.
 void init_like_ijepa(torch::nn::Module& module, std::uint64_t seed) {
   at::NoGradGuard no_grad;
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
@@ -42,6 +47,9 @@ void init_like_ijepa(torch::nn::Module& module, std::uint64_t seed) {
       p.fill_(1.0);  // LayerNorm scales
     } else if (name.ends_with("bias")) {
       p.zero_();
+    } else if (p.dim() == 4) {  // the patch convolution [dim, channels, patch, patch]
+      const double fan_in = static_cast<double>(p.numel() / p.size(0));
+      fill_normal(p, 0.02 * std::sqrt(768.0 / fan_in), generator);
     } else {
       fill_normal(p, 0.02, generator);
     }
