@@ -1,9 +1,9 @@
 #pragma once
 // Attention over short sequences -- image patches (8-64 tokens), a 128-token training row -- computed per
 // (batch, head) with the whole score matrix in cache, forward and backward. ATen's CPU flash kernel tiles
-// for long sequences; at these lengths it runs at a few percent of the matmul peak (bench/attention in
-// fused_layers_bench: 49 patches, 32 dims a head, it takes 2-3x this kernel's time), and attention was a
-// quarter of a JEPA step and a sixth of a DiT step.
+// for long sequences; at these lengths it runs at a few percent of the matmul peak (`fused_layers_bench
+// --only attention`: 49 patches of 32 dims a head, it takes 2.3x this kernel's time; 8-17 tokens, 3.5-5x),
+// and attention was a quarter of a JEPA step and a sixth of a DiT step.
 #include <ATen/ATen.h>
 
 #include <cstdint>
