@@ -71,16 +71,12 @@ void for_each_chunk(const std::vector<at::Tensor>& tensors, const std::function<
   });
 }
 
-void lerp_all(const std::vector<at::Tensor>& targets, const std::vector<at::Tensor>& sources, double weight) {
-  const float w = static_cast<float>(weight);
-  for_each_chunk(targets, [&](std::size_t i, std::int64_t begin, std::int64_t end) {
-    lerp_range(targets[i].data_ptr<float>() + begin, sources[i].data_ptr<float>() + begin, end - begin, w);
-  });
-}
-
 void lerp_each(const std::vector<at::Tensor>& targets, const std::vector<at::Tensor>& sources, double weight) {
   if (multi_tensor_applies({&targets, &sources})) {
-    lerp_all(targets, sources, weight);
+    const float w = static_cast<float>(weight);
+    for_each_chunk(targets, [&](std::size_t i, std::int64_t begin, std::int64_t end) {
+      lerp_range(targets[i].data_ptr<float>() + begin, sources[i].data_ptr<float>() + begin, end - begin, w);
+    });
   } else {
     std::vector<at::Tensor> t = targets;
     at::_foreach_lerp_(t, sources, weight);

@@ -21,10 +21,7 @@ bool multi_tensor_applies(const std::vector<const std::vector<at::Tensor>*>& lis
 void for_each_chunk(const std::vector<at::Tensor>& tensors, const std::function<void(std::size_t, std::int64_t, std::int64_t)>& body);
 
 // targets[i] += weight * (sources[i] - targets[i]) for all i, with at::lerp's formula (from the other end
-// when weight >= 0.5); the lists must satisfy multi_tensor_applies (else at::_foreach_lerp_ is the caller's).
-void lerp_all(const std::vector<at::Tensor>& targets, const std::vector<at::Tensor>& sources, double weight);
-
-// at::_foreach_lerp_ where multi_tensor_applies does not hold, lerp_all where it does.
+// when weight >= 0.5): one parallel pass where multi_tensor_applies holds, at::_foreach_lerp_ elsewhere.
 void lerp_each(const std::vector<at::Tensor>& targets, const std::vector<at::Tensor>& sources, double weight);
 
 }  // namespace dew::nn
