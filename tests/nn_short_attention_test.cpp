@@ -88,6 +88,9 @@ TEST(ShortAttention, PatchSequencesMatchTheReference) {
   check_case({3, 4, 4, 49, 32, false});  // DiT and the ViT: a 7x7 grid, 32 dims a head
   check_case({5, 4, 4, 8, 32, false});   // a JEPA context block
   check_case({16, 4, 4, 17, 16, false}); // the JEPA predictor: context plus one target block
+  check_case({2, 2, 2, 33, 20, false});  // neither length nor head size a multiple of 16 lanes
+  check_case({3, 2, 2, 1, 16, false});   // a single patch
+  check_case({1, 2, 2, 256, 32, false}); // the longest sequence the kernel takes
 }
 
 TEST(ShortAttention, CausalDecoderRowsMatchTheReference) {
@@ -99,6 +102,7 @@ TEST(ShortAttention, CausalDecoderRowsMatchTheReference) {
 TEST(ShortAttention, GroupedQueryHeadsShareTheirKeysAndValues) {
   check_case({2, 6, 2, 17, 24, true});  // three query heads per key/value head; k and v gradients summed over them
   check_case({1, 4, 1, 40, 64, false});
+  check_case({2, 6, 2, 17, 24, false});
 }
 
 TEST(ShortAttention, OutOfRangeInputsGoToAtensKernel) {

@@ -122,16 +122,16 @@ DEW_CLONES void copy_rows_unpadded(const float* __restrict from, std::int64_t ro
   }
 }
 
-// Row i of the N x Np products q.k becomes softmax(scale q.k) over its first `i + 1` (causal) or N entries;
+// Row i of the causal N x Np products q.k becomes softmax(scale q.k) over its first `i + 1` entries;
 // the rest 0. Each pass runs over whole vectors with no scalar tail: the columns past the row's last valid
 // one, up to the next multiple of 16, are set to -inf first, so they neither win the max nor count in the
 // sum, and are zeroed at the end. The max and the sum keep 16 partial results (GCC will not reorder a
 // float reduction by itself, and a one-lane chain of dependent adds runs at a fraction of the speed).
-DEW_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t Np, bool causal, float scale) {
+DEW_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t Np, float scale) {
   constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
   for (std::int64_t i = 0; i < N; ++i) {
     float* s = S + i * Np;
-    const std::int64_t valid = causal ? i + 1 : N;
+    const std::int64_t valid = i + 1;
     const std::int64_t whole = (valid + kLanes - 1) / kLanes * kLanes;  // <= Np
     for (std::int64_t j = valid; j < whole; ++j) s[j] = kMinusInfinity;
     Lanes tops = DEW_LOAD(s);
@@ -169,6 +169,50 @@ DEW_CLONES void softmax_backward_rows(const float* __restrict P, float* __restri
     float dot = 0.0f;
     for (int l = 0; l < kLanes; ++l) dot += dots[l];
     for (std::int64_t j = 0; j < Np; ++j) d[j] = scale * (p[j] * (d[j] - dot));
+  }
+}
+
+// The key-major softmax, for attention without a mask: S holds scale-free scores k.q as [N keys, Np queries]
+// (S^T), so one vector carries 16 queries' scores for one key and the softmax over the keys runs down the
+// columns. Its max and sum are element-wise over rows: no horizontal reduction and no per-row tail, which
+// in the row-major form cost more than the products for 8-49 tokens (a 17-token row is two vectors). The
+// padded query columns (their q is 0) come out uniform and are never read.
+DEW_CLONES void softmax_columns(float* __restrict S, std::int64_t N, std::int64_t Np, float scale) {
+  float top[kShortAttentionMaxTokens], sum[kShortAttentionMaxTokens];
+  for (std::int64_t j = 0; j < Np; ++j) top[j] = S[j], sum[j] = 0.0f;
+  for (std::int64_t r = 1; r < N; ++r) {
+    const float* s = S + r * Np;
+    for (std::int64_t j = 0; j < Np; ++j) top[j] = s[j] > top[j] ? s[j] : top[j];
+  }
+  for (std::int64_t r = 0; r < N; ++r) {
+    float* s = S + r * Np;
+    for (std::int64_t j = 0; j < Np; ++j) {
+      const float x = (s[j] - top[j]) * scale;  // scale > 0, as in softmax_rows; below e^-87 a weight is 0
+      const float e = x > -87.0f ? fast_exp(x) : 0.0f;
+      s[j] = e;
+      sum[j] += e;
+    }
+  }
+  for (std::int64_t j = 0; j < Np; ++j) sum[j] = 1.0f / sum[j];
+  for (std::int64_t r = 0; r < N; ++r) {
+    float* s = S + r * Np;
+    for (std::int64_t j = 0; j < Np; ++j) s[j] *= sum[j];
+  }
+}
+
+// softmax_backward_rows for key-major P and dP ([N keys, Np queries]): the sums over keys run down the columns.
+DEW_CLONES void softmax_backward_columns(const float* __restrict P, float* __restrict dP, std::int64_t N, std::int64_t Np,
+                                         float scale) {
+  float dot[kShortAttentionMaxTokens];
+  for (std::int64_t j = 0; j < Np; ++j) dot[j] = 0.0f;
+  for (std::int64_t r = 0; r < N; ++r) {
+    const float *p = P + r * Np, *d = dP + r * Np;
+    for (std::int64_t j = 0; j < Np; ++j) dot[j] += p[j] * d[j];
+  }
+  for (std::int64_t r = 0; r < N; ++r) {
+    const float* p = P + r * Np;
+    float* d = dP + r * Np;
+    for (std::int64_t j = 0; j < Np; ++j) d[j] = scale * (p[j] * (d[j] - dot[j]));
   }
 }
 
@@ -230,23 +274,29 @@ void gather_transposed(const Strided& from, std::int64_t b, std::int64_t h, cons
 }
 
 // The forward into `out` ([B, H, N, hd] strides); with `kept` ([B, H, N, Np]) it keeps each head's softmax
-// for the backward.
+// for the backward: row-major (query rows) when causal, key-major (softmax_columns) otherwise.
 void run_forward(const Strided& Q, const Strided& K, const Strided& V, const Strided& out, const Dims& d, float* kept) {
-  auto causal_or = [&d](Band band) { return d.causal ? band : Band::kFull; };
   at::parallel_for(0, d.B * d.Hkv, 1, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> kt(d.hd * d.Np), scores(d.N * d.Np), padded_v, padded_o;
+    std::vector<float> transposed(d.hd * d.Np), scores(d.N * d.Np), padded_v, padded_o;
     if (!d.in_place()) padded_v.resize(d.N * d.hdp), padded_o.resize(d.N * d.hdp);
     for (std::int64_t unit = begin; unit < end; ++unit) {
       const std::int64_t b = unit / d.Hkv, kv_head = unit % d.Hkv;
-      gather_transposed(K, b, kv_head, d, kt.data());
+      if (d.causal) gather_transposed(K, b, kv_head, d, transposed.data());  // k^T, shared by the group
       const Rows v = readable_rows(V, b, kv_head, d, padded_v.data());
       for (std::int64_t g = 0; g < d.group(); ++g) {
         const std::int64_t h = kv_head * d.group() + g;
         float* p = kept != nullptr ? kept + (b * d.H + h) * d.N * d.Np : scores.data();
-        small_gemm(d.N, d.Np, d.hd, Q.row(b, h, 0), Q.sn, 1, kt.data(), d.Np, p, d.Np, false, causal_or(Band::kColumnsToRow));
-        softmax_rows(p, d.N, d.Np, d.causal, d.scale);
         const Rows o = writable_rows(out, b, h, d, padded_o.data());
-        small_gemm(d.N, d.hdp, d.N, p, d.Np, 1, v.data, v.stride, o.data, o.stride, false, causal_or(Band::kDepthToRow));
+        if (d.causal) {  // P = softmax(scale q k^T) by query rows, then P v
+          small_gemm(d.N, d.Np, d.hd, Q.row(b, h, 0), Q.sn, 1, transposed.data(), d.Np, p, d.Np, false, Band::kColumnsToRow);
+          softmax_rows(p, d.N, d.Np, d.scale);
+          small_gemm(d.N, d.hdp, d.N, p, d.Np, 1, v.data, v.stride, o.data, o.stride, false, Band::kDepthToRow);
+        } else {  // P^T = softmax over keys of (k q^T), then (P^T)^T v
+          gather_transposed(Q, b, h, d, transposed.data());
+          small_gemm(d.N, d.Np, d.hd, K.row(b, kv_head, 0), K.sn, 1, transposed.data(), d.Np, p, d.Np, false, Band::kFull);
+          softmax_columns(p, d.N, d.Np, d.scale);
+          small_gemm(d.N, d.hdp, d.N, p, 1, d.Np, v.data, v.stride, o.data, o.stride, false, Band::kFull);
+        }
         finish_rows(o, out, b, h, d);
       }
     }
@@ -255,19 +305,20 @@ void run_forward(const Strided& Q, const Strided& K, const Strided& V, const Str
 
 // The backward from the kept softmax P: with S = scale q k^T and dS' = scale P (dP - rowsum(P dP)),
 //   dV = P^T dO,  dP = dO V^T,  dQ = dS' K,  dK = dS'^T Q.
+// Causal runs keep P and dS' by query rows; the others keep them key-major (P^T, dS'^T), so there the
+// transposes are the other way round: dP^T = V dO^T and dQ reads dS'^T down its columns.
 // Each unit (one image or row, one key/value head) owns its rows of dk and dv, so units run in parallel.
 void run_backward(const Strided& Q, const Strided& K, const Strided& V, const float* kept, const Strided& dO, const Strided& dQ,
                   const Strided& dK, const Strided& dV, const Dims& d) {
-  auto causal_or = [&d](Band band) { return d.causal ? band : Band::kFull; };
   at::parallel_for(0, d.B * d.Hkv, 1, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> vt(d.hd * d.Np), ds(d.N * d.Np), pad_k, pad_q, pad_do, pad_dq, pad_dk, pad_dv;
+    std::vector<float> transposed(d.hd * d.Np), ds(d.N * d.Np), pad_k, pad_q, pad_do, pad_dq, pad_dk, pad_dv;
     if (!d.in_place()) {
       for (auto* buffer : {&pad_k, &pad_q, &pad_do, &pad_dq, &pad_dk, &pad_dv}) buffer->resize(d.N * d.hdp);
     }
     for (std::int64_t unit = begin; unit < end; ++unit) {
       const std::int64_t b = unit / d.Hkv, kv_head = unit % d.Hkv;
       const Rows k = readable_rows(K, b, kv_head, d, pad_k.data());
-      gather_transposed(V, b, kv_head, d, vt.data());
+      if (d.causal) gather_transposed(V, b, kv_head, d, transposed.data());  // v^T, shared by the group
       const Rows dk = writable_rows(dK, b, kv_head, d, pad_dk.data()), dv = writable_rows(dV, b, kv_head, d, pad_dv.data());
       zero_rows(dk, d);
       zero_rows(dv, d);
@@ -275,13 +326,23 @@ void run_backward(const Strided& Q, const Strided& K, const Strided& V, const fl
         const std::int64_t h = kv_head * d.group() + g;
         const float* p = kept + (b * d.H + h) * d.N * d.Np;
         const Rows q = readable_rows(Q, b, h, d, pad_q.data()), d_out = readable_rows(dO, b, h, d, pad_do.data());
-        small_gemm(d.N, d.hdp, d.N, p, 1, d.Np, d_out.data, d_out.stride, dv.data, dv.stride, true, causal_or(Band::kDepthFromRow));
-        small_gemm(d.N, d.Np, d.hd, dO.row(b, h, 0), dO.sn, 1, vt.data(), d.Np, ds.data(), d.Np, false, causal_or(Band::kColumnsToRow));
-        softmax_backward_rows(p, ds.data(), d.N, d.Np, d.scale);
         const Rows dq = writable_rows(dQ, b, h, d, pad_dq.data());
-        small_gemm(d.N, d.hdp, d.N, ds.data(), d.Np, 1, k.data, k.stride, dq.data, dq.stride, false, causal_or(Band::kDepthToRow));
+        if (d.causal) {
+          small_gemm(d.N, d.hdp, d.N, p, 1, d.Np, d_out.data, d_out.stride, dv.data, dv.stride, true, Band::kDepthFromRow);
+          small_gemm(d.N, d.Np, d.hd, dO.row(b, h, 0), dO.sn, 1, transposed.data(), d.Np, ds.data(), d.Np, false,
+                     Band::kColumnsToRow);
+          softmax_backward_rows(p, ds.data(), d.N, d.Np, d.scale);
+          small_gemm(d.N, d.hdp, d.N, ds.data(), d.Np, 1, k.data, k.stride, dq.data, dq.stride, false, Band::kDepthToRow);
+          small_gemm(d.N, d.hdp, d.N, ds.data(), 1, d.Np, q.data, q.stride, dk.data, dk.stride, true, Band::kDepthFromRow);
+        } else {
+          small_gemm(d.N, d.hdp, d.N, p, d.Np, 1, d_out.data, d_out.stride, dv.data, dv.stride, true, Band::kFull);
+          gather_transposed(dO, b, h, d, transposed.data());
+          small_gemm(d.N, d.Np, d.hd, V.row(b, kv_head, 0), V.sn, 1, transposed.data(), d.Np, ds.data(), d.Np, false, Band::kFull);
+          softmax_backward_columns(p, ds.data(), d.N, d.Np, d.scale);
+          small_gemm(d.N, d.hdp, d.N, ds.data(), 1, d.Np, k.data, k.stride, dq.data, dq.stride, false, Band::kFull);
+          small_gemm(d.N, d.hdp, d.N, ds.data(), d.Np, 1, q.data, q.stride, dk.data, dk.stride, true, Band::kFull);
+        }
         finish_rows(dq, dQ, b, h, d);
-        small_gemm(d.N, d.hdp, d.N, ds.data(), 1, d.Np, q.data, q.stride, dk.data, dk.stride, true, causal_or(Band::kDepthFromRow));
       }
       finish_rows(dk, dK, b, kv_head, d);
       finish_rows(dv, dV, b, kv_head, d);

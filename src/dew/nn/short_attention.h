@@ -4,6 +4,8 @@
 // for long sequences; at these lengths it runs at a few percent of the matmul peak (`fused_layers_bench
 // --only attention`: 49 patches of 32 dims a head, it takes 2.3x this kernel's time; 8-17 tokens, 3.5-5x),
 // and attention was a quarter of a JEPA step and a sixth of a DiT step.
+// Causal rows keep their scores by query; the others key-major, so their softmax over the keys is
+// element-wise over vectors of 16 queries (no horizontal reductions: 1.3-1.4x on JEPA's 17-token predictor).
 #include <ATen/ATen.h>
 
 #include <cstdint>
