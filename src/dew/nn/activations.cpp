@@ -5,6 +5,7 @@
 #endif
 
 #include "dew/nn/activations.h"
+#include "dew/nn/cpu_clones.h"
 #include "dew/nn/fast_exp.h"
 
 #include <ATen/Parallel.h>
@@ -22,9 +23,7 @@ inline float sigmoid(float z) { return 1.0f / (1.0f + fast_exp(-z)); }
 constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluA = 0.044715f;
 
-#define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-
-DEW_CLONES void gelu_tanh_forward(const float* __restrict x, float* __restrict y, std::int64_t n) {
+DEW_CPU_CLONES void gelu_tanh_forward(const float* __restrict x, float* __restrict y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     y[i] = v * sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v));
@@ -32,7 +31,7 @@ DEW_CLONES void gelu_tanh_forward(const float* __restrict x, float* __restrict y
 }
 
 // dy/dx = s + x s (1 - s) 2 du/dx, s = sigmoid(2u), du/dx = c (1 + 3 a x^2).
-DEW_CLONES void gelu_tanh_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, std::int64_t n) {
+DEW_CPU_CLONES void gelu_tanh_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     const float s = sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v));
@@ -40,12 +39,12 @@ DEW_CLONES void gelu_tanh_backward(const float* __restrict x, const float* __res
   }
 }
 
-DEW_CLONES void silu_forward(const float* __restrict x, float* __restrict y, std::int64_t n) {
+DEW_CPU_CLONES void silu_forward(const float* __restrict x, float* __restrict y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * sigmoid(x[i]);
 }
 
 // dy/dx = s (1 + x (1 - s)), s = sigmoid(x).
-DEW_CLONES void silu_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, std::int64_t n) {
+DEW_CPU_CLONES void silu_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const float s = sigmoid(x[i]);
     dx[i] = g[i] * s * (1.0f + x[i] * (1.0f - s));
@@ -54,12 +53,12 @@ DEW_CLONES void silu_backward(const float* __restrict x, const float* __restrict
 
 // Gated units y = act(g) u (SwiGLU, GeGLU) in one pass, and their backward in one pass:
 //   dg = dy u act'(g),  du = dy act(g).
-DEW_CLONES void swiglu_forward(const float* __restrict g, const float* __restrict u, float* __restrict y, std::int64_t n) {
+DEW_CPU_CLONES void swiglu_forward(const float* __restrict g, const float* __restrict u, float* __restrict y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = g[i] * sigmoid(g[i]) * u[i];
 }
 
-DEW_CLONES void swiglu_backward(const float* __restrict g, const float* __restrict u, const float* __restrict dy,
-                                float* __restrict dg, float* __restrict du, std::int64_t n) {
+DEW_CPU_CLONES void swiglu_backward(const float* __restrict g, const float* __restrict u, const float* __restrict dy,
+                                    float* __restrict dg, float* __restrict du, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const float s = sigmoid(g[i]);
     du[i] = dy[i] * (g[i] * s);
@@ -67,15 +66,15 @@ DEW_CLONES void swiglu_backward(const float* __restrict g, const float* __restri
   }
 }
 
-DEW_CLONES void geglu_forward(const float* __restrict g, const float* __restrict u, float* __restrict y, std::int64_t n) {
+DEW_CPU_CLONES void geglu_forward(const float* __restrict g, const float* __restrict u, float* __restrict y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = g[i];
     y[i] = v * sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v)) * u[i];
   }
 }
 
-DEW_CLONES void geglu_backward(const float* __restrict g, const float* __restrict u, const float* __restrict dy,
-                               float* __restrict dg, float* __restrict du, std::int64_t n) {
+DEW_CPU_CLONES void geglu_backward(const float* __restrict g, const float* __restrict u, const float* __restrict dy,
+                                   float* __restrict dg, float* __restrict du, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = g[i];
     const float s = sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v));
@@ -83,8 +82,6 @@ DEW_CLONES void geglu_backward(const float* __restrict g, const float* __restric
     dg[i] = dy[i] * u[i] * (s + v * s * (1.0f - s) * 2.0f * kGeluC * (1.0f + 3.0f * kGeluA * v * v));
   }
 }
-
-#undef DEW_CLONES
 
 constexpr std::int64_t kGrain = 1 << 14;  // elements per task: ~10 us of work, well above the fork cost
 

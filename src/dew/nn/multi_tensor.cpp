@@ -9,16 +9,16 @@
 
 #include <cmath>
 
+#include "dew/nn/cpu_clones.h"
+
 namespace dew::nn {
 
 namespace {
 
 constexpr std::int64_t kChunk = 1 << 15;  // elements a task: ~10 us of a memory-bound pass, well above a fork
 
-#define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-
 // ATen's lerp: a + w (b - a) for |w| < 0.5, else b - (b - a)(1 - w), which is exact at w = 1.
-DEW_CLONES void lerp_range(float* __restrict a, const float* __restrict b, std::int64_t n, float w) {
+DEW_CPU_CLONES void lerp_range(float* __restrict a, const float* __restrict b, std::int64_t n, float w) {
   if (std::abs(w) < 0.5f) {
     for (std::int64_t i = 0; i < n; ++i) a[i] = a[i] + w * (b[i] - a[i]);
   } else {
@@ -26,8 +26,6 @@ DEW_CLONES void lerp_range(float* __restrict a, const float* __restrict b, std::
     for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] - (b[i] - a[i]) * rest;
   }
 }
-
-#undef DEW_CLONES
 
 }  // namespace
 

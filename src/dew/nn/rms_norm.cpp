@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "dew/nn/cpu_clones.h"
+
 namespace dew::nn {
 
 at::Tensor rms_norm_reference(const at::Tensor& x, const at::Tensor& weight, double eps, double weight_offset) {
@@ -24,11 +26,9 @@ at::Tensor rms_norm_reference(const at::Tensor& x, const at::Tensor& weight, dou
 
 namespace {
 
-#define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-
 // Sum of a[i] * b[i] in 16 independent lanes (which GCC turns into one or two vector accumulators), then
 // the lanes and the tail.
-DEW_CLONES float dot(const float* __restrict a, const float* __restrict b, std::int64_t d) {
+DEW_CPU_CLONES float dot(const float* __restrict a, const float* __restrict b, std::int64_t d) {
   float lanes[16] = {};
   std::int64_t i = 0;
   for (; i + 16 <= d; i += 16)
@@ -40,8 +40,8 @@ DEW_CLONES float dot(const float* __restrict a, const float* __restrict b, std::
 }
 
 // y = (x * rstd) * scale for `rows` rows of d; rstd[r] = 1 / sqrt(mean(x_r^2) + eps).
-DEW_CLONES void forward_rows(const float* __restrict x, const float* __restrict scale, float eps, float* __restrict y,
-                             float* __restrict rstd, std::int64_t rows, std::int64_t d) {
+DEW_CPU_CLONES void forward_rows(const float* __restrict x, const float* __restrict scale, float eps, float* __restrict y,
+                                 float* __restrict rstd, std::int64_t rows, std::int64_t d) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * d;
     float* yr = y + r * d;
@@ -54,9 +54,9 @@ DEW_CLONES void forward_rows(const float* __restrict x, const float* __restrict 
 // With n = x * rstd (the normalised row) and y = n * scale:
 //   dscale += g * n (into dscale when it is not null)
 //   dx = rstd * (g * scale - n * mean(g * scale * n))
-DEW_CLONES void backward_rows(const float* __restrict x, const float* __restrict g, const float* __restrict scale,
-                              const float* __restrict rstd, float* __restrict dx, float* __restrict dscale,
-                              std::int64_t rows, std::int64_t d) {
+DEW_CPU_CLONES void backward_rows(const float* __restrict x, const float* __restrict g, const float* __restrict scale,
+                                  const float* __restrict rstd, float* __restrict dx, float* __restrict dscale,
+                                  std::int64_t rows, std::int64_t d) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * d;
     const float* gr = g + r * d;
@@ -75,8 +75,6 @@ DEW_CLONES void backward_rows(const float* __restrict x, const float* __restrict
       for (std::int64_t k = 0; k < d; ++k) dscale[k] += gr[k] * (xr[k] * rs);
   }
 }
-
-#undef DEW_CLONES
 
 // Rows are handled in blocks of this many; each block's weight gradient is summed on its own, then the
 // blocks in order, so the result does not depend on how many threads took the blocks.

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "dew/nn/cpu_clones.h"
+
 namespace dew::nn {
 
 at::Tensor rotary_inv_freq(std::int64_t head_dim, double theta, const RopeScaling& scaling, c10::Device device) {
@@ -54,12 +56,10 @@ at::Tensor apply_rotary_reference(const at::Tensor& x, const RotaryAngles& angle
 
 namespace {
 
-#define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-
 // One row of head_dim = 2h. Forward rotation:           y1 = x1 c1 - x2 s1,  y2 = x2 c2 + x1 s2;
 // with `transpose` its transpose (the backward):          y1 = x1 c1 + x2 s2,  y2 = x2 c2 - x1 s1.
-DEW_CLONES void rotate_row(const float* __restrict x, const float* __restrict c, const float* __restrict s,
-                           float* __restrict y, std::int64_t h, bool transpose) {
+DEW_CPU_CLONES void rotate_row(const float* __restrict x, const float* __restrict c, const float* __restrict s,
+                               float* __restrict y, std::int64_t h, bool transpose) {
   if (!transpose) {
     for (std::int64_t i = 0; i < h; ++i) y[i] = x[i] * c[i] - x[i + h] * s[i];
     for (std::int64_t i = 0; i < h; ++i) y[i + h] = x[i + h] * c[i + h] + x[i] * s[i + h];
@@ -68,8 +68,6 @@ DEW_CLONES void rotate_row(const float* __restrict x, const float* __restrict c,
     for (std::int64_t i = 0; i < h; ++i) y[i + h] = x[i + h] * c[i + h] - x[i] * s[i];
   }
 }
-
-#undef DEW_CLONES
 
 // out[b, n, t, :] = rotate(in[b, n, t, :]) with cos/sin[b or 0, 0, t, :], any strides whose last is 1
 // (the angles' batch dimension may be broadcast). `out` is allocated like `in` (a transposed view keeps its

@@ -16,6 +16,7 @@
 #include <limits>
 #include <vector>
 
+#include "dew/nn/cpu_clones.h"
 #include "dew/nn/fast_exp.h"
 
 namespace dew::nn {
@@ -27,8 +28,6 @@ constexpr std::int64_t kLanes = 16;
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 
 std::int64_t round_up(std::int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
-
-#define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 // Unaligned vector moves, as macros so they compile inside each clone (a helper function would be built
 // for the baseline ISA and pass its vectors through memory).
@@ -44,9 +43,9 @@ enum class Band { kFull, kColumnsToRow, kDepthToRow, kDepthFromRow };
 // A[m * am + k * ak], so a transposed A costs nothing (its four scalars a step are then adjacent); B and C
 // have rows ldb and ldc apart. Four rows by two vectors of columns at a time: eight accumulators stay in
 // registers over k and each loaded row of B feeds eight multiply-adds.
-DEW_CLONES void small_gemm(std::int64_t M, std::int64_t n_all, std::int64_t K_all, const float* __restrict A, std::int64_t am,
-                           std::int64_t ak, const float* __restrict B, std::int64_t ldb, float* __restrict C, std::int64_t ldc,
-                           bool accumulate, Band band) {
+DEW_CPU_CLONES void small_gemm(std::int64_t M, std::int64_t n_all, std::int64_t K_all, const float* __restrict A, std::int64_t am,
+                               std::int64_t ak, const float* __restrict B, std::int64_t ldb, float* __restrict C, std::int64_t ldc,
+                               bool accumulate, Band band) {
   std::int64_t m = 0;
   for (; m + 4 <= M; m += 4) {
     float *c0 = C + m * ldc, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
@@ -102,8 +101,8 @@ DEW_CLONES void small_gemm(std::int64_t M, std::int64_t n_all, std::int64_t K_al
 }
 
 // Rows of hd floats from `rows` pointers `stride` apart into rows of hdp (times `factor`), the padding 0.
-DEW_CLONES void copy_rows_padded(const float* __restrict from, std::int64_t stride, std::int64_t rows, std::int64_t hd,
-                                 std::int64_t hdp, float factor, float* __restrict to) {
+DEW_CPU_CLONES void copy_rows_padded(const float* __restrict from, std::int64_t stride, std::int64_t rows, std::int64_t hd,
+                                     std::int64_t hdp, float factor, float* __restrict to) {
   for (std::int64_t i = 0; i < rows; ++i) {
     const float* src = from + i * stride;
     float* dst = to + i * hdp;
@@ -113,8 +112,8 @@ DEW_CLONES void copy_rows_padded(const float* __restrict from, std::int64_t stri
 }
 
 // Rows of hdp floats back into rows of hd `stride` apart, times `factor`.
-DEW_CLONES void copy_rows_unpadded(const float* __restrict from, std::int64_t rows, std::int64_t hd, std::int64_t hdp,
-                                   float factor, float* __restrict to, std::int64_t stride) {
+DEW_CPU_CLONES void copy_rows_unpadded(const float* __restrict from, std::int64_t rows, std::int64_t hd, std::int64_t hdp,
+                                       float factor, float* __restrict to, std::int64_t stride) {
   for (std::int64_t i = 0; i < rows; ++i) {
     const float* src = from + i * hdp;
     float* dst = to + i * stride;
@@ -127,7 +126,7 @@ DEW_CLONES void copy_rows_unpadded(const float* __restrict from, std::int64_t ro
 // one, up to the next multiple of 16, are set to -inf first, so they neither win the max nor count in the
 // sum, and are zeroed at the end. The max and the sum keep 16 partial results (GCC will not reorder a
 // float reduction by itself, and a one-lane chain of dependent adds runs at a fraction of the speed).
-DEW_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t Np, float scale) {
+DEW_CPU_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t Np, float scale) {
   constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
   for (std::int64_t i = 0; i < N; ++i) {
     float* s = S + i * Np;
@@ -160,7 +159,7 @@ DEW_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t N
 
 // dS = scale P (dP - rowsum(P dP)), in place of dP: the softmax's backward, times the scores' scale so
 // that dQ = dS K and dK = dS^T Q (P is 0 where masked or padded). The row sum in 16 partial sums.
-DEW_CLONES void softmax_backward_rows(const float* __restrict P, float* __restrict dP, std::int64_t N, std::int64_t Np, float scale) {
+DEW_CPU_CLONES void softmax_backward_rows(const float* __restrict P, float* __restrict dP, std::int64_t N, std::int64_t Np, float scale) {
   for (std::int64_t i = 0; i < N; ++i) {
     const float* p = P + i * Np;
     float* d = dP + i * Np;
@@ -177,7 +176,7 @@ DEW_CLONES void softmax_backward_rows(const float* __restrict P, float* __restri
 // columns. Its max and sum are element-wise over rows: no horizontal reduction and no per-row tail, which
 // in the row-major form cost more than the products for 8-49 tokens (a 17-token row is two vectors). The
 // padded query columns (their q is 0) come out uniform and are never read.
-DEW_CLONES void softmax_columns(float* __restrict S, std::int64_t N, std::int64_t Np, float scale) {
+DEW_CPU_CLONES void softmax_columns(float* __restrict S, std::int64_t N, std::int64_t Np, float scale) {
   float top[kShortAttentionMaxTokens], sum[kShortAttentionMaxTokens];
   for (std::int64_t j = 0; j < Np; ++j) top[j] = S[j], sum[j] = 0.0f;
   for (std::int64_t r = 1; r < N; ++r) {
@@ -201,8 +200,8 @@ DEW_CLONES void softmax_columns(float* __restrict S, std::int64_t N, std::int64_
 }
 
 // softmax_backward_rows for key-major P and dP ([N keys, Np queries]): the sums over keys run down the columns.
-DEW_CLONES void softmax_backward_columns(const float* __restrict P, float* __restrict dP, std::int64_t N, std::int64_t Np,
-                                         float scale) {
+DEW_CPU_CLONES void softmax_backward_columns(const float* __restrict P, float* __restrict dP, std::int64_t N, std::int64_t Np,
+                                             float scale) {
   float dot[kShortAttentionMaxTokens];
   for (std::int64_t j = 0; j < Np; ++j) dot[j] = 0.0f;
   for (std::int64_t r = 0; r < N; ++r) {
@@ -218,8 +217,6 @@ DEW_CLONES void softmax_backward_columns(const float* __restrict P, float* __res
 
 #undef DEW_LOAD
 #undef DEW_STORE
-#undef DEW_CLONES
-
 // A [B, heads, N, hd] float tensor's element strides; its last stride is 1.
 struct Strided {
   float* data;

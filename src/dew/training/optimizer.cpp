@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "dew/core/error.h"
+#include "dew/nn/cpu_clones.h"
 #include "dew/nn/multi_tensor.h"
 
 namespace dew::training {
@@ -25,12 +26,10 @@ struct AdamConstants {
   float one_minus_beta1, beta2, one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size;
 };
 
-#define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-
 // The foreach path's ops, element by element: lerp_(m, g, 1 - beta1) (ATen's formula for a weight below
 // 0.5, else from the other end), v = v beta2 + (1 - beta2) g g, p += -step_size m / (sqrt(v) / bc2 + eps).
-DEW_CLONES void adam_range(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
-                           std::int64_t n, const AdamConstants& c) {
+DEW_CPU_CLONES void adam_range(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
+                               std::int64_t n, const AdamConstants& c) {
   // Locals, so the vectoriser sees loop invariants rather than loads through a pointer.
   const float grad_scale = c.grad_scale, l2 = c.l2, decay_multiplier = c.decay_multiplier, w = c.one_minus_beta1;
   const float beta2 = c.beta2, one_minus_beta2 = c.one_minus_beta2, bias_correction2_sqrt = c.bias_correction2_sqrt;
@@ -54,8 +53,6 @@ DEW_CLONES void adam_range(float* __restrict p, const float* __restrict g, float
   }
 #undef DEW_ADAM_LOOP
 }
-
-#undef DEW_CLONES
 
 class AdamFamily final : public Optimizer {
  public:

@@ -11,13 +11,12 @@
 #include <cmath>
 #include <cstdint>
 
+#include "dew/nn/cpu_clones.h"
 #include "dew/nn/diffusion/image_layers.h"
 
 namespace dew::nn::diffusion {
 
 namespace {
-
-#define DEW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 // Sums keep 16 partial sums (one vector of lanes) so the compiler can vectorise them without reassociating
 // floating-point addition on its own; the order differs from a serial sum by the usual few roundings.
@@ -31,8 +30,8 @@ inline float total(const float (&lanes)[kLanes]) {
 
 // One row of D: y = (x - mean) * rstd * (1 + scale) + shift. Statistics in two passes (mean, then the
 // centred sum of squares), as LibTorch's CPU layer norm computes them for a row this short.
-DEW_CLONES void forward_row(const float* __restrict x, const float* __restrict shift, const float* __restrict scale,
-                            float* __restrict y, std::int64_t D, float eps, float* mean_out, float* rstd_out) {
+DEW_CPU_CLONES void forward_row(const float* __restrict x, const float* __restrict shift, const float* __restrict scale,
+                                float* __restrict y, std::int64_t D, float eps, float* mean_out, float* rstd_out) {
   const std::int64_t body = D - D % kLanes;
   float lanes[kLanes] = {};
   for (std::int64_t d = 0; d < body; d += kLanes) {
@@ -55,8 +54,8 @@ DEW_CLONES void forward_row(const float* __restrict x, const float* __restrict s
 
 // One row's backward. With gs = g (1 + scale) and x_hat = (x - mean) rstd:
 //   dx = rstd (gs - mean(gs) - x_hat mean(gs x_hat)),  dscale += g x_hat,  dshift += g.
-DEW_CLONES void backward_row(const float* __restrict x, const float* __restrict g, const float* __restrict scale, float mean,
-                             float rstd, std::int64_t D, float* __restrict dx, float* __restrict dscale, float* __restrict dshift) {
+DEW_CPU_CLONES void backward_row(const float* __restrict x, const float* __restrict g, const float* __restrict scale, float mean,
+                                 float rstd, std::int64_t D, float* __restrict dx, float* __restrict dscale, float* __restrict dshift) {
   const std::int64_t body = D - D % kLanes;
   float a_lanes[kLanes] = {}, c_lanes[kLanes] = {};
   for (std::int64_t d = 0; d < body; d += kLanes) {
@@ -86,8 +85,6 @@ DEW_CLONES void backward_row(const float* __restrict x, const float* __restrict 
     dx[d] = rstd * (g[d] * (1.0f + scale[d]) - a - x_hat * c);
   }
 }
-
-#undef DEW_CLONES
 
 struct ModulatedLayerNorm : public torch::autograd::Function<ModulatedLayerNorm> {
   // x [B, N, D], shift and scale [B, D], all float32, contiguous, on the CPU.
