@@ -1,11 +1,12 @@
 // Float32 CPU matrix products: oneDNN (nn/cpu_matmul.h) against ATen's MKL path, which is what PyTorch eager
 // runs, at the shapes a training step multiplies: forward x W^T, the input gradient dY W and the weight
 // gradient dY^T x of SmolLM2-135M's projections and LM head and of bench/train_lm_bench.cpp's decoder, plus small products
-// that place nn/cpu_matmul.cpp's size threshold. The two are interleaved (aten, onednn, aten, ...) so that a
-// burst on a shared machine hits both; medians over the repetitions. One JSON line per case, with GFLOP/s
-// of each and the ratio onednn/aten (above 1: oneDNN faster).
+// that place nn/cpu_matmul.cpp's size threshold; and for the weight gradients dew's own kernel
+// (nn/weight_gradient.h) against MKL. The two are interleaved (aten, other, aten, ...) so that a burst on a
+// shared machine hits both; medians over the repetitions. One JSON line per case, with GFLOP/s of each and the
+// ratio other/aten (above 1: the other faster), "other" being onednn or dew.
 //
-//   cpu_matmul_bench [--threads N] [--reps 20]
+//   cpu_matmul_bench [--threads N] [--reps 20] [--only SUBSTRING]   (--only: the cases whose name has it)
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -20,6 +21,7 @@
 
 #include "bench_support.h"
 #include "dew/nn/cpu_matmul.h"
+#include "dew/nn/weight_gradient.h"
 
 namespace {
 
@@ -35,14 +37,24 @@ double seconds(const std::function<at::Tensor()>& f) {
 struct Case {
   std::string name;
   double multiply_adds;
-  std::function<at::Tensor()> aten, onednn;
+  std::function<at::Tensor()> aten, other;
+  std::string other_name = "onednn";
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = at::get_num_threads(), reps = 20;
-  if (!dew::bench::parse_threads_and_reps(argc, argv, threads, reps)) return 2;
+  std::string only;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  if (!dew::bench::parse_threads_and_reps(static_cast<int>(rest.size()), rest.data(), threads, reps)) return 2;
   at::set_num_threads(threads);
   if (!dew::nn::onednn_mm_transposed(at::ones({2, 2}), at::ones({2, 2})).defined()) {
     std::fprintf(stderr, "this libtorch has no oneDNN linear (or DEW_CPU_MATMUL=aten is set): nothing to compare\n");
@@ -66,6 +78,10 @@ int main(int argc, char** argv) {
     // small [k, m] result back.
     cases.push_back({name + " weight grad (x^T dY)^T", macs, [=] { return at::mm(dy.t(), x); },
                      [=] { return dew::nn::onednn_mm_transposed(x.t().contiguous(), dy.t()).t().contiguous(); }});
+    if (dew::nn::weight_gradient_applies(dy, x)) {
+      cases.push_back({name + " weight grad dew kernel", macs, [=] { return at::mm(dy.t(), x); },
+                       [=] { return dew::nn::weight_gradient(dy, x); }, "dew"});
+    }
   };
   layer("smollm2 q/o [2048, 576->576]", 2048, 576, 576);
   layer("smollm2 k/v [2048, 576->192]", 2048, 576, 192);
@@ -93,17 +109,21 @@ int main(int argc, char** argv) {
     forward_only(n, k, m);
 
   for (const auto& c : cases) {
-    for (int i = 0; i < 2; ++i) (void)seconds(c.aten), (void)seconds(c.onednn);  // warm-up: primitive cache, pages
-    std::vector<double> aten, onednn;
+    if (c.name.find(only) == std::string::npos) continue;
+    for (int i = 0; i < 2; ++i) (void)seconds(c.aten), (void)seconds(c.other);  // warm-up: primitive cache, pages
+    std::vector<double> aten, other;
     for (int i = 0; i < reps; ++i) {
       aten.push_back(seconds(c.aten));
-      onednn.push_back(seconds(c.onednn));
+      other.push_back(seconds(c.other));
     }
-    const double a = dew::bench::median(aten), o = dew::bench::median(onednn);
-    nlohmann::json line = {{"case", c.name},          {"threads", threads},
-                           {"aten_gflops", 2 * c.multiply_adds / a / 1e9}, {"onednn_gflops", 2 * c.multiply_adds / o / 1e9},
-                           {"aten_us", a * 1e6},      {"onednn_us", o * 1e6},
-                           {"onednn_over_aten", a / o}};
+    const double a = dew::bench::median(aten), o = dew::bench::median(other);
+    nlohmann::json line = {{"case", c.name},
+                           {"threads", threads},
+                           {"aten_gflops", 2 * c.multiply_adds / a / 1e9},
+                           {c.other_name + "_gflops", 2 * c.multiply_adds / o / 1e9},
+                           {"aten_us", a * 1e6},
+                           {c.other_name + "_us", o * 1e6},
+                           {c.other_name + "_over_aten", a / o}};
     std::printf("%s\n", line.dump().c_str());
     std::fflush(stdout);
   }

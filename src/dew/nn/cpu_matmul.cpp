@@ -8,6 +8,8 @@
 #include <optional>
 #include <string_view>
 
+#include "dew/nn/weight_gradient.h"
+
 namespace dew::nn {
 namespace {
 
@@ -76,7 +78,7 @@ struct OneDnnLinear : public torch::autograd::Function<OneDnnLinear> {
       sizes.back() = weight.size(1);
       dx = product(dy2d, weight.t(), {}).view(sizes);  // dY W = dY (W^T)^T, W^T read in place
     }
-    if (ctx->needs_input_grad(1)) dw = at::mm(dy2d.t(), x2d);
+    if (ctx->needs_input_grad(1)) dw = weight_gradient(dy2d, x2d);
     if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) db = dy2d.sum(0);
     return {dx, dw, db};
   }

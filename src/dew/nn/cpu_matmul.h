@@ -15,7 +15,7 @@
 namespace dew::nn {
 
 // x [..., in] W^T (+ b), W [out, in], b [out]: at::linear, differentiable in x, W and b (once). Forward and
-// the input gradient (dY W) go through oneDNN; the weight gradient dY^T x stays at::mm.
+// the input gradient (dY W) go through oneDNN; the weight gradient dY^T x through nn/weight_gradient.h.
 at::Tensor cpu_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
 
 // gelu_tanh(x W^T + b) in one oneDNN call where no gradient is needed (the activation is applied as the

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "dew/nn/cpu_matmul.h"
+#include "dew/nn/weight_gradient.h"
 
 namespace dew::objectives {
 namespace {
@@ -68,7 +69,7 @@ struct ChunkedCrossEntropy : public torch::autograd::Function<ChunkedCrossEntrop
       dz.mul_(w.unsqueeze(1));
       if (softcap > 0) dz.mul_(1 - (z / softcap).pow(2));  // through cap * tanh(x / cap); z is finite here
       if (grad_hidden_needed) grad_hidden.narrow(0, start, n).copy_(nn::mm_transposed(dz.to(h.scalar_type()), w_compute.t()));
-      if (grad_weight_needed) grad_weight.add_(at::mm(dz.t(), h.to(at::kFloat)));
+      if (grad_weight_needed) nn::add_weight_gradient(grad_weight, dz, h.to(at::kFloat));
     }
     ctx->save_for_backward({grad_hidden, grad_weight});
     ctx->saved_data["weight_dtype"] = weight.scalar_type();

@@ -6,6 +6,7 @@
 
 #include "dew/core/error.h"
 #include "dew/nn/cpu_matmul.h"
+#include "dew/nn/weight_gradient.h"
 
 namespace dew::objectives {
 namespace {
@@ -96,7 +97,7 @@ struct ChunkedTargetLogprobs : public torch::autograd::Function<ChunkedTargetLog
       dz.mul_((g.narrow(0, start, n) / temperature).unsqueeze(1));
       if (softcap > 0) dz.mul_(1 - (capped / softcap).pow(2));  // through cap * tanh(x / cap)
       grad_hidden.narrow(0, start, n).copy_(nn::mm_transposed(dz.to(h.scalar_type()), w_compute.t()));
-      grad_weight.add_(at::mm(dz.t(), h.to(at::kFloat)));
+      nn::add_weight_gradient(grad_weight, dz, h.to(at::kFloat));
     }
     return {grad_hidden, grad_weight.to(weight.scalar_type()), none, none, none, none, none, none};
   }
