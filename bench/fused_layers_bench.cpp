@@ -20,6 +20,7 @@
 
 #include "bench_support.h"
 #include "dew/nn/activations.h"
+#include "dew/nn/layer_norm.h"
 #include "dew/nn/rms_norm.h"
 #include "dew/nn/rotary.h"
 #include "dew/nn/short_attention.h"
@@ -71,6 +72,13 @@ int main(int argc, char** argv) {
   rms("rms_norm demo [2048, 256]", 2048, 256);
   rms("rms_norm demo qk [8192, 64]", 8192, 64);
   rms("rms_norm smollm2 [4096, 576]", 4096, 576);
+  auto layer_norm = [&](const std::string& name, std::int64_t rows, std::int64_t d) {
+    cases.push_back({name, {randn({rows, d}), at::ones({d}), at::zeros({d})},
+                     [](const auto& in) { return dew::nn::affine_layer_norm(in[0], in[1], in[2], 1e-6); },
+                     [](const auto& in) { return at::layer_norm(in[0], {in[0].size(-1)}, in[1], in[2], 1e-6); }});
+  };
+  layer_norm("layer_norm vit [3136, 128]", 3136, 128);
+  layer_norm("layer_norm jepa predictor [4352, 64]", 4352, 64);
   auto rotary = [&](const std::string& name, std::int64_t B, std::int64_t S, std::int64_t H, std::int64_t D) {
     auto angles = dew::nn::rotary_angles(at::arange(S).unsqueeze(0).expand({B, S}), D, 10000.0, at::kFloat);
     cases.push_back({name, {randn({B, S, H, D})},

@@ -42,6 +42,12 @@ TEST(WeightGradient, MatchesTheProductOnAndOffItsTiles) {
     auto dy = at::randn({s.K, s.out}, generator), x = at::randn({s.K, s.in}, generator);
     EXPECT_EQ(dew::nn::weight_gradient_applies(dy, x), cpu_has_avx512());
     expect_product(dew::nn::weight_gradient(dy, x), dy, x);
+    // With the bias gradient: the same product, and dy's column sums (a K-term float32 sum each, bounded as above).
+    at::Tensor db;
+    expect_product(dew::nn::weight_gradient(dy, x, &db), dy, x);
+    const auto want = dy.to(at::kDouble).sum(0), magnitude = dy.to(at::kDouble).abs().sum(0);
+    ASSERT_EQ(db.sizes(), want.sizes());
+    EXPECT_LE(((db.to(at::kDouble) - want).abs() - magnitude * (2 * static_cast<double>(s.K + 1) * kUlp)).max().item<double>(), 0.0);
   }
 }
 
@@ -77,9 +83,13 @@ TEST(WeightGradient, FallsBackToAtensProductWhereItDoesNotApply) {
   auto into = at::zeros({12, 20});
   dew::nn::add_weight_gradient(into, dy, x);
   expect_product(into, dy, x);
-  // No rows: a zero gradient.
-  auto none = dew::nn::weight_gradient(at::empty({0, 8}), at::empty({0, 16}));
+  at::Tensor db;
+  expect_product(dew::nn::weight_gradient(dy, x, &db), dy, x);
+  EXPECT_TRUE(at::allclose(db, dy.sum(0)));  // the fallback's own column sum
+  // No rows: zero gradients.
+  auto none = dew::nn::weight_gradient(at::empty({0, 8}), at::empty({0, 16}), &db);
   EXPECT_TRUE(at::equal(none, at::zeros({8, 16})));
+  EXPECT_TRUE(at::equal(db, at::zeros({8})));
 }
 
 }  // namespace

@@ -78,8 +78,9 @@ struct OneDnnLinear : public torch::autograd::Function<OneDnnLinear> {
       sizes.back() = weight.size(1);
       dx = product(dy2d, weight.t(), {}).view(sizes);  // dY W = dY (W^T)^T, W^T read in place
     }
-    if (ctx->needs_input_grad(1)) dw = weight_gradient(dy2d, x2d);
-    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) db = dy2d.sum(0);
+    const bool bias_needed = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2);
+    if (ctx->needs_input_grad(1)) dw = weight_gradient(dy2d, x2d, bias_needed ? &db : nullptr);  // db on the way
+    if (bias_needed && !db.defined()) db = dy2d.sum(0);
     return {dx, dw, db};
   }
 };

@@ -17,8 +17,10 @@ namespace dew::nn {
 bool weight_gradient_applies(const at::Tensor& dy, const at::Tensor& x);
 
 // dy^T x, [out, in]: at::mm(dy.t(), x) where weight_gradient_applies is false. Same float32 arithmetic; the
-// K-long sums are taken in blocks of 256 rows, each block's in order.
-at::Tensor weight_gradient(const at::Tensor& dy, const at::Tensor& x);
+// K-long sums are taken in blocks of 256 rows, each block's in order. With `bias_gradient`, it is set to dy's
+// column sums [out] (a Linear's bias gradient), taken by the kernel from the loads the product makes anyway
+// (dy.sum(0) where the kernel does not apply).
+at::Tensor weight_gradient(const at::Tensor& dy, const at::Tensor& x, at::Tensor* bias_gradient = nullptr);
 
 // into += dy^T x for a contiguous float32 `into` [out, in] (a gradient summed over chunks of rows): added as
 // it is computed, no product tensor in between; into.add_(at::mm(dy.t(), x)) where the kernel does not apply.

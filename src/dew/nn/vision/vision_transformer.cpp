@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dew/core/error.h"
+#include "dew/nn/layer_norm.h"
 #include "dew/nn/seeded_init.h"
 
 namespace dew::nn::vision {
@@ -16,7 +17,7 @@ namespace {
 constexpr double kNormEps = 1e-6;  // I-JEPA's LayerNorm eps
 
 at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  return at::layer_norm(x, {x.size(-1)}, weight, bias, kNormEps);
+  return affine_layer_norm(x, weight, bias, kNormEps);
 }
 
 torch::nn::ModuleList make_blocks(std::int64_t depth, std::int64_t dim, std::int64_t heads, double mlp_ratio) {

@@ -1,0 +1,148 @@
+// Without trapping math GCC vectorises the row loops below (no code here reads floating-point flags).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
+#include "dew/nn/layer_norm.h"
+
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "dew/nn/cpu_clones.h"
+
+namespace dew::nn {
+
+namespace {
+
+// Row sums in 16 lanes of GCC vectors (one AVX-512 register, two AVX2 ones in each clone), then the lanes
+// and the tail: written out, because GCC turns two interleaved arrays of scalar partial sums into shuffles
+// and spills instead of vectorising them.
+constexpr std::int64_t kLanes = 16;
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+#define DEW_LOAD(p) ({ Lanes v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
+
+// Rows [begin, end) of D: y = (x - mean) * rstd * w + b, keeping each row's mean and rstd. The statistics in
+// two passes (mean, then the centred sum of squares), as LibTorch's CPU layer norm takes them for short rows.
+DEW_CPU_CLONES void forward_rows(const float* __restrict x, const float* __restrict w, const float* __restrict b,
+                                 float* __restrict y, std::int64_t begin, std::int64_t end, std::int64_t D, float eps,
+                                 float* __restrict mean_out, float* __restrict rstd_out) {
+  const std::int64_t body = D - D % kLanes;
+  for (std::int64_t r = begin; r < end; ++r) {
+    const float* xr = x + r * D;
+    float* yr = y + r * D;
+    Lanes sums = {};
+    for (std::int64_t d = 0; d < body; d += kLanes) sums += DEW_LOAD(xr + d);
+    float sum = 0;
+    for (int l = 0; l < kLanes; ++l) sum += sums[l];
+    for (std::int64_t d = body; d < D; ++d) sum += xr[d];
+    const float mean = sum / static_cast<float>(D);
+    Lanes squares = {};
+    for (std::int64_t d = 0; d < body; d += kLanes) {
+      const Lanes c = DEW_LOAD(xr + d) - mean;
+      squares += c * c;
+    }
+    float sq = 0;
+    for (int l = 0; l < kLanes; ++l) sq += squares[l];
+    for (std::int64_t d = body; d < D; ++d) sq += (xr[d] - mean) * (xr[d] - mean);
+    const float rstd = 1.0f / std::sqrt(sq / static_cast<float>(D) + eps);
+    for (std::int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - mean) * rstd * w[d] + b[d];
+    mean_out[r] = mean;
+    rstd_out[r] = rstd;
+  }
+}
+
+// Rows [begin, end)'s backward. With gw = g w and x_hat = (x - mean) rstd:
+//   dx = rstd (gw - mean(gw) - x_hat mean(gw x_hat)),  dw += g x_hat,  db += g  (into this thread's dw, db).
+DEW_CPU_CLONES void backward_rows(const float* __restrict x, const float* __restrict g, const float* __restrict w,
+                                  const float* __restrict mean, const float* __restrict rstd, std::int64_t begin,
+                                  std::int64_t end, std::int64_t D, float* __restrict dx, float* __restrict dw,
+                                  float* __restrict db) {
+  const std::int64_t body = D - D % kLanes;
+  for (std::int64_t r = begin; r < end; ++r) {
+    const float *xr = x + r * D, *gr = g + r * D;
+    const float m = mean[r], s = rstd[r];
+    Lanes a_lanes = {}, c_lanes = {};
+    for (std::int64_t d = 0; d < body; d += kLanes) {
+      const Lanes x_hat = (DEW_LOAD(xr + d) - m) * s, gw = DEW_LOAD(gr + d) * DEW_LOAD(w + d);
+      a_lanes += gw;
+      c_lanes += gw * x_hat;
+    }
+    float a = 0, c = 0;
+    for (int l = 0; l < kLanes; ++l) a += a_lanes[l], c += c_lanes[l];
+    for (std::int64_t d = body; d < D; ++d) {
+      const float x_hat = (xr[d] - m) * s, gw = gr[d] * w[d];
+      a += gw;
+      c += gw * x_hat;
+    }
+    a /= static_cast<float>(D);
+    c /= static_cast<float>(D);
+    float* dxr = dx + r * D;
+    for (std::int64_t d = 0; d < D; ++d) {
+      const float x_hat = (xr[d] - m) * s;
+      dxr[d] = s * (gr[d] * w[d] - a - x_hat * c);
+      dw[d] += gr[d] * x_hat;
+      db[d] += gr[d];
+    }
+  }
+}
+
+#undef DEW_LOAD
+
+struct AffineLayerNorm : public torch::autograd::Function<AffineLayerNorm> {
+  // x [..., D], weight and bias [D], all float32, contiguous, on the CPU.
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
+                            const at::Tensor& bias, double eps) {
+    const std::int64_t D = x.size(-1), rows = x.numel() / D;
+    auto y = at::empty_like(x);
+    auto mean = at::empty({rows}, x.options()), rstd = at::empty({rows}, x.options());
+    const float *xp = x.data_ptr<float>(), *wp = weight.data_ptr<float>(), *bp = bias.data_ptr<float>();
+    float *yp = y.data_ptr<float>(), *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
+    at::parallel_for(0, rows, 64, [&](std::int64_t begin, std::int64_t end) {
+      forward_rows(xp, wp, bp, yp, begin, end, D, static_cast<float>(eps), mp, rp);
+    });
+    ctx->save_for_backward({x, weight, mean, rstd});
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &weight = saved[1], &mean = saved[2], &rstd = saved[3];
+    const auto g = grads[0].to(at::kFloat).contiguous();
+    const std::int64_t D = x.size(-1), rows = x.numel() / D;
+    auto dx = at::empty_like(x);
+    // The rows in as many fixed parts as threads, each summing its own dweight and dbias: no atomics, and
+    // the same sums for the same thread count.
+    const std::int64_t parts = std::max<std::int64_t>(1, std::min<std::int64_t>(at::get_num_threads(), rows));
+    auto partial = at::zeros({parts, 2, D}, x.options());  // [part][dweight, dbias][D]
+    const float *xp = x.data_ptr<float>(), *gp = g.data_ptr<float>(), *wp = weight.data_ptr<float>();
+    const float *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
+    float *dxp = dx.data_ptr<float>(), *pp = partial.data_ptr<float>();
+    at::parallel_for(0, parts, 1, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t part = begin; part < end; ++part) {
+        const std::int64_t first = rows * part / parts, last = rows * (part + 1) / parts;
+        backward_rows(xp, gp, wp, mp, rp, first, last, D, dxp, pp + part * 2 * D, pp + part * 2 * D + D);
+      }
+    });
+    const auto sums = partial.sum(0);  // [2, D]
+    return {dx, sums[0], sums[1], at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor affine_layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {
+  const bool fused = x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() >= 1 && x.numel() > 0 &&
+                     x.is_contiguous() && weight.defined() && bias.defined() && weight.scalar_type() == at::kFloat &&
+                     bias.scalar_type() == at::kFloat && weight.dim() == 1 && bias.dim() == 1 &&
+                     weight.size(0) == x.size(-1) && bias.size(0) == x.size(-1) && weight.is_contiguous() &&
+                     bias.is_contiguous() && weight.device().is_cpu() && bias.device().is_cpu();
+  if (!fused) return at::layer_norm(x, {x.size(-1)}, weight, bias, eps);
+  return AffineLayerNorm::apply(x, weight, bias, eps);
+}
+
+}  // namespace dew::nn
