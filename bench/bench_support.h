@@ -49,15 +49,17 @@ inline double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
-// The kernel benchmarks' flags, `--threads N` and `--reps N`, into `threads` and `reps`; false (with a message)
-// for any other flag.
-inline bool parse_threads_and_reps(int argc, char** argv, int& threads, int& reps) {
+// The kernel benchmarks' flags, `--threads N` and `--reps N`, into `threads` and `reps`, and, where `only` is
+// given, `--only SUBSTRING` (run the cases whose name has it); false (with a message) for any other flag.
+inline bool parse_threads_and_reps(int argc, char** argv, int& threads, int& reps, std::string* only = nullptr) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--threads") {
       threads = std::atoi(argv[i + 1]);
     } else if (flag == "--reps") {
       reps = std::atoi(argv[i + 1]);
+    } else if (flag == "--only" && only != nullptr) {
+      *only = argv[i + 1];
     } else {
       std::fprintf(stderr, "unknown flag %s\n", argv[i]);
       return false;

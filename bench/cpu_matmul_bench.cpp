@@ -46,15 +46,7 @@ struct Case {
 int main(int argc, char** argv) {
   int threads = at::get_num_threads(), reps = 20;
   std::string only;
-  std::vector<char*> rest{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--only" && i + 1 < argc) {
-      only = argv[++i];
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  if (!dew::bench::parse_threads_and_reps(static_cast<int>(rest.size()), rest.data(), threads, reps)) return 2;
+  if (!dew::bench::parse_threads_and_reps(argc, argv, threads, reps, &only)) return 2;
   at::set_num_threads(threads);
   if (!dew::nn::onednn_mm_transposed(at::ones({2, 2}), at::ones({2, 2})).defined()) {
     std::fprintf(stderr, "this libtorch has no oneDNN linear (or DEW_CPU_MATMUL=aten is set): nothing to compare\n");

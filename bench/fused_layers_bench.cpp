@@ -50,15 +50,7 @@ struct Case {
 int main(int argc, char** argv) {
   int threads = 1, reps = 30;
   std::string only;
-  std::vector<char*> rest{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--only" && i + 1 < argc) {
-      only = argv[++i];
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  if (!dew::bench::parse_threads_and_reps(static_cast<int>(rest.size()), rest.data(), threads, reps)) return 2;
+  if (!dew::bench::parse_threads_and_reps(argc, argv, threads, reps, &only)) return 2;
   at::set_num_threads(threads);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   auto randn = [&](at::IntArrayRef shape) { return at::randn(shape, gen); };

@@ -8,10 +8,11 @@
 #include <torch/autograd.h>
 
 #include "dew/nn/activations.h"
+#include "float_bounds.h"
 
 namespace {
 
-constexpr double kUlp = 5.960464477539063e-08;  // 2^-24: float32's unit roundoff
+using dew::test::kUlp;
 
 // Inputs: a fine grid over [-30, 30] (both tails, where the sigmoid saturates), small magnitudes around 0,
 // normals, and the clamp's edges.

@@ -8,10 +8,11 @@
 
 #include "dew/nn/rms_norm.h"
 #include "dew/nn/rotary.h"
+#include "float_bounds.h"
 
 namespace {
 
-constexpr double kUlp = 5.960464477539063e-08;  // 2^-24: float32's unit roundoff
+using dew::test::kUlp;
 
 at::Generator seeded(std::uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
 

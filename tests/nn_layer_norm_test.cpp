@@ -7,10 +7,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "dew/nn/layer_norm.h"
+#include "float_bounds.h"
 
 namespace {
 
-constexpr double kUlp = 5.960464477539063e-08;  // 2^-24: float32's unit roundoff
+using dew::test::kUlp;
+using dew::test::expect_normwise_close;
 constexpr double kEps = 1e-6;
 
 // Normwise bound, derived: every result is a short chain of float32 reductions -- a row's mean and variance
@@ -18,13 +20,6 @@ constexpr double kEps = 1e-6;
 // rows -- each erring by at most its length in roundings relative to the sum of magnitudes. 8 (D + R) u
 // covers the chain with room; a wrong index or a missing term errs by O(1).
 double bound(std::int64_t D, std::int64_t R) { return 8.0 * static_cast<double>(D + R) * kUlp; }
-
-void expect_close(const at::Tensor& got, const at::Tensor& want, double relative, const char* what) {
-  ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  const double err = (got.to(at::kDouble) - want.to(at::kDouble)).norm().item<double>();
-  const double scale = want.to(at::kDouble).norm().item<double>();
-  EXPECT_LE(err, relative * scale + 1e-30) << what << ": error " << err << " against |want| " << scale;
-}
 
 void check(at::IntArrayRef shape, std::uint64_t seed) {
   SCOPED_TRACE(testing::Message() << "shape " << shape);
@@ -38,13 +33,13 @@ void check(at::IntArrayRef shape, std::uint64_t seed) {
   const auto mean = xd.mean(-1, true), var = (xd - mean).pow(2).mean(-1, true);
   const auto want = (xd - mean) / (var + kEps).sqrt() * wd + bd;
   const std::int64_t R = x.numel() / D;
-  expect_close(got, want, bound(D, R), "output");
+  expect_normwise_close(got, want, bound(D, R), "output");
   auto g = at::randn(shape, generator);
   (got * g).sum().backward();
   (want * g.to(at::kDouble)).sum().backward();
-  expect_close(x.grad(), xd.grad(), bound(D, R), "gradient of x");
-  expect_close(w.grad(), wd.grad(), bound(D, R), "gradient of the weight");
-  expect_close(b.grad(), bd.grad(), bound(D, R), "gradient of the bias");
+  expect_normwise_close(x.grad(), xd.grad(), bound(D, R), "gradient of x");
+  expect_normwise_close(w.grad(), wd.grad(), bound(D, R), "gradient of the weight");
+  expect_normwise_close(b.grad(), bd.grad(), bound(D, R), "gradient of the bias");
 }
 
 TEST(AffineLayerNorm, MatchesTheReferenceForwardAndBackward) {

@@ -9,10 +9,12 @@
 #include <torch/autograd.h>
 
 #include "dew/nn/short_attention.h"
+#include "float_bounds.h"
 
 namespace {
 
-constexpr double kUlp = 5.960464477539063e-08;  // 2^-24: float32's unit roundoff
+using dew::test::kUlp;
+using dew::test::expect_normwise_close;
 
 // Normwise bound, derived: every result is at most three float32 products or sums in a chain (scores,
 // softmax, the weighted sum; for gradients dO V^T, the softmax's backward, then dS K or dS^T Q), each a
@@ -20,13 +22,6 @@ constexpr double kUlp = 5.960464477539063e-08;  // 2^-24: float32's unit roundof
 // of magnitudes; exp adds ~2u. 8 (N + hd) u covers the chain with room, and a wrong index or a missing term
 // errs by O(1), far above it.
 double bound(std::int64_t N, std::int64_t hd) { return 8.0 * static_cast<double>(N + hd) * kUlp; }
-
-void expect_close(const at::Tensor& got, const at::Tensor& want, double relative, const char* what) {
-  ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  const double err = (got.to(at::kDouble) - want.to(at::kDouble)).norm().item<double>();
-  const double scale = want.to(at::kDouble).norm().item<double>();
-  EXPECT_LE(err, relative * scale + 1e-30) << what << ": error " << err << " against |want| " << scale;
-}
 
 struct Case {
   std::int64_t B, H, Hkv, N, hd;
@@ -58,14 +53,14 @@ void check_case(const Case& c) {
   ASSERT_TRUE(dew::nn::short_attention_applies(got_in.q, got_in.k, got_in.v));
   const auto got = dew::nn::short_attention(got_in.q, got_in.k, got_in.v, c.causal, scale);
   const auto want = dew::nn::attention_reference(want_in.q, want_in.k, want_in.v, c.causal, scale);
-  expect_close(got, want, bound(c.N, c.hd), "output");
+  expect_normwise_close(got, want, bound(c.N, c.hd), "output");
   // The output is the transpose of a contiguous [B, N, H, hd]: the caller's reshape to [B, N, H * hd] is a view.
   EXPECT_TRUE(got.transpose(1, 2).is_contiguous());
 
   auto grad = at::randn(got.sizes(), at::make_generator<at::CPUGeneratorImpl>(11));
   (got * grad).sum().backward();
   (want * grad).sum().backward();
-  expect_close(got_in.packed.grad(), want_in.packed.grad(), bound(c.N, c.hd), "gradient of q, k and v");
+  expect_normwise_close(got_in.packed.grad(), want_in.packed.grad(), bound(c.N, c.hd), "gradient of q, k and v");
 
   // With as many key/value heads as query heads the projection is the packed [B, N, 3 H hd] the patch
   // layers hand over whole: the packed entry computes the same numbers, its gradient in that layout.
@@ -113,11 +108,11 @@ TEST(ShortAttention, OutOfRangeInputsGoToAtensKernel) {
   EXPECT_FALSE(dew::nn::short_attention_applies(q.to(at::kDouble), k.to(at::kDouble), v.to(at::kDouble)));
   EXPECT_FALSE(dew::nn::short_attention_applies(q.narrow(2, 0, 8), k.narrow(2, 0, 9), v.narrow(2, 0, 9)));  // a KV cache
   const double scale = 0.25;
-  expect_close(dew::nn::attention_short_or_sdpa(q, k, v, true, scale), dew::nn::attention_reference(q, k, v, true, scale),
+  expect_normwise_close(dew::nn::attention_short_or_sdpa(q, k, v, true, scale), dew::nn::attention_reference(q, k, v, true, scale),
                bound(N, 16), "ATen's kernel through the dispatch");
   // In range, the dispatch takes the kernel with the default 1/sqrt(hd) scale.
   auto qs = q.narrow(2, 0, 20), ks = k.narrow(2, 0, 20), vs = v.narrow(2, 0, 20);
-  expect_close(dew::nn::attention_short_or_sdpa(qs, ks, vs, false), dew::nn::attention_reference(qs, ks, vs, false, 0.25),
+  expect_normwise_close(dew::nn::attention_short_or_sdpa(qs, ks, vs, false), dew::nn::attention_reference(qs, ks, vs, false, 0.25),
                bound(20, 16), "the kernel through the dispatch");
 }
 

@@ -7,10 +7,11 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "dew/nn/weight_gradient.h"
+#include "float_bounds.h"
 
 namespace {
 
-constexpr double kUlp = 5.960464477539063e-08;  // 2^-24: float32's unit roundoff
+using dew::test::kUlp;
 
 bool cpu_has_avx512() {
   __builtin_cpu_init();

@@ -5,7 +5,7 @@
 #endif
 
 #include "dew/nn/activations.h"
-#include "dew/nn/cpu_clones.h"
+#include "dew/nn/cpu_kernel.h"
 #include "dew/nn/fast_exp.h"
 
 #include <ATen/Parallel.h>

@@ -1,55 +1,26 @@
-// Without trapping math GCC vectorises the row loops below (no code here reads floating-point flags).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
-
 #include "dew/nn/layer_norm.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <vector>
 
-#include "dew/nn/cpu_clones.h"
+#include "dew/nn/cpu_kernel.h"
 
 namespace dew::nn {
 
 namespace {
 
-// Row sums in 16 lanes of GCC vectors (one AVX-512 register, two AVX2 ones in each clone), then the lanes
-// and the tail: written out, because GCC turns two interleaved arrays of scalar partial sums into shuffles
-// and spills instead of vectorising them.
-constexpr std::int64_t kLanes = 16;
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
-#define DEW_LOAD(p) ({ Lanes v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
-
-// Rows [begin, end) of D: y = (x - mean) * rstd * w + b, keeping each row's mean and rstd. The statistics in
-// two passes (mean, then the centred sum of squares), as LibTorch's CPU layer norm takes them for short rows.
+// Rows [begin, end) of D: y = (x - mean) * rstd * w + b, keeping each row's mean and rstd.
 DEW_CPU_CLONES void forward_rows(const float* __restrict x, const float* __restrict w, const float* __restrict b,
                                  float* __restrict y, std::int64_t begin, std::int64_t end, std::int64_t D, float eps,
                                  float* __restrict mean_out, float* __restrict rstd_out) {
-  const std::int64_t body = D - D % kLanes;
   for (std::int64_t r = begin; r < end; ++r) {
     const float* xr = x + r * D;
     float* yr = y + r * D;
-    Lanes sums = {};
-    for (std::int64_t d = 0; d < body; d += kLanes) sums += DEW_LOAD(xr + d);
-    float sum = 0;
-    for (int l = 0; l < kLanes; ++l) sum += sums[l];
-    for (std::int64_t d = body; d < D; ++d) sum += xr[d];
-    const float mean = sum / static_cast<float>(D);
-    Lanes squares = {};
-    for (std::int64_t d = 0; d < body; d += kLanes) {
-      const Lanes c = DEW_LOAD(xr + d) - mean;
-      squares += c * c;
-    }
-    float sq = 0;
-    for (int l = 0; l < kLanes; ++l) sq += squares[l];
-    for (std::int64_t d = body; d < D; ++d) sq += (xr[d] - mean) * (xr[d] - mean);
-    const float rstd = 1.0f / std::sqrt(sq / static_cast<float>(D) + eps);
+    float mean, rstd;
+    row_mean_rstd(xr, D, eps, mean, rstd);
     for (std::int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - mean) * rstd * w[d] + b[d];
     mean_out[r] = mean;
     rstd_out[r] = rstd;
@@ -68,7 +39,7 @@ DEW_CPU_CLONES void backward_rows(const float* __restrict x, const float* __rest
     const float m = mean[r], s = rstd[r];
     Lanes a_lanes = {}, c_lanes = {};
     for (std::int64_t d = 0; d < body; d += kLanes) {
-      const Lanes x_hat = (DEW_LOAD(xr + d) - m) * s, gw = DEW_LOAD(gr + d) * DEW_LOAD(w + d);
+      const Lanes x_hat = (DEW_LANES_LOAD(xr + d) - m) * s, gw = DEW_LANES_LOAD(gr + d) * DEW_LANES_LOAD(w + d);
       a_lanes += gw;
       c_lanes += gw * x_hat;
     }
@@ -90,8 +61,6 @@ DEW_CPU_CLONES void backward_rows(const float* __restrict x, const float* __rest
     }
   }
 }
-
-#undef DEW_LOAD
 
 struct AffineLayerNorm : public torch::autograd::Function<AffineLayerNorm> {
   // x [..., D], weight and bias [D], all float32, contiguous, on the CPU.

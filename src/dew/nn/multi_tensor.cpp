@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "dew/nn/cpu_clones.h"
+#include "dew/nn/cpu_kernel.h"
 
 namespace dew::nn {
 

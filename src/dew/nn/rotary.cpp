@@ -13,7 +13,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "dew/nn/cpu_clones.h"
+#include "dew/nn/cpu_kernel.h"
 
 namespace dew::nn {
 

@@ -16,23 +16,14 @@
 #include <limits>
 #include <vector>
 
-#include "dew/nn/cpu_clones.h"
+#include "dew/nn/cpu_kernel.h"
 #include "dew/nn/fast_exp.h"
 
 namespace dew::nn {
 
 namespace {
 
-constexpr std::int64_t kLanes = 16;
-// Sixteen floats: one AVX-512 register, two AVX2 ones (GCC splits the operations for each clone).
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
-
 std::int64_t round_up(std::int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
-
-// Unaligned vector moves, as macros so they compile inside each clone (a helper function would be built
-// for the baseline ISA and pass its vectors through memory).
-#define DEW_LOAD(p) ({ Lanes v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
-#define DEW_STORE(p, v) __builtin_memcpy((p), &(v), sizeof(Lanes))
 
 // Which part of a product a causal mask leaves non-zero, for rows m..m+3 of C (row m of A is query m, or
 // key m for the transposed products): all of it; the columns up to the row (scores; the rest is written 0);
@@ -58,30 +49,30 @@ DEW_CPU_CLONES void small_gemm(std::int64_t M, std::int64_t n_all, std::int64_t 
     for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
       Lanes x0 = {}, y0 = {}, x1 = {}, y1 = {}, x2 = {}, y2 = {}, x3 = {}, y3 = {};
       if (accumulate) {
-        x0 = DEW_LOAD(c0 + j), y0 = DEW_LOAD(c0 + j + kLanes), x1 = DEW_LOAD(c1 + j), y1 = DEW_LOAD(c1 + j + kLanes);
-        x2 = DEW_LOAD(c2 + j), y2 = DEW_LOAD(c2 + j + kLanes), x3 = DEW_LOAD(c3 + j), y3 = DEW_LOAD(c3 + j + kLanes);
+        x0 = DEW_LANES_LOAD(c0 + j), y0 = DEW_LANES_LOAD(c0 + j + kLanes), x1 = DEW_LANES_LOAD(c1 + j), y1 = DEW_LANES_LOAD(c1 + j + kLanes);
+        x2 = DEW_LANES_LOAD(c2 + j), y2 = DEW_LANES_LOAD(c2 + j + kLanes), x3 = DEW_LANES_LOAD(c3 + j), y3 = DEW_LANES_LOAD(c3 + j + kLanes);
       }
       const float* b = B + k_begin * ldb + j;
       const float* a = A + m * am + k_begin * ak;
       for (std::int64_t k = k_begin; k < K; ++k, b += ldb, a += ak) {
-        const Lanes u = DEW_LOAD(b), w = DEW_LOAD(b + kLanes);
+        const Lanes u = DEW_LANES_LOAD(b), w = DEW_LANES_LOAD(b + kLanes);
         const float s0 = a[0], s1 = a[am], s2 = a[2 * am], s3 = a[3 * am];
         x0 += s0 * u, y0 += s0 * w, x1 += s1 * u, y1 += s1 * w;
         x2 += s2 * u, y2 += s2 * w, x3 += s3 * u, y3 += s3 * w;
       }
-      DEW_STORE(c0 + j, x0), DEW_STORE(c0 + j + kLanes, y0), DEW_STORE(c1 + j, x1), DEW_STORE(c1 + j + kLanes, y1);
-      DEW_STORE(c2 + j, x2), DEW_STORE(c2 + j + kLanes, y2), DEW_STORE(c3 + j, x3), DEW_STORE(c3 + j + kLanes, y3);
+      DEW_LANES_STORE(c0 + j, x0), DEW_LANES_STORE(c0 + j + kLanes, y0), DEW_LANES_STORE(c1 + j, x1), DEW_LANES_STORE(c1 + j + kLanes, y1);
+      DEW_LANES_STORE(c2 + j, x2), DEW_LANES_STORE(c2 + j + kLanes, y2), DEW_LANES_STORE(c3 + j, x3), DEW_LANES_STORE(c3 + j + kLanes, y3);
     }
     for (; j < n; j += kLanes) {
       Lanes x0 = {}, x1 = {}, x2 = {}, x3 = {};
-      if (accumulate) x0 = DEW_LOAD(c0 + j), x1 = DEW_LOAD(c1 + j), x2 = DEW_LOAD(c2 + j), x3 = DEW_LOAD(c3 + j);
+      if (accumulate) x0 = DEW_LANES_LOAD(c0 + j), x1 = DEW_LANES_LOAD(c1 + j), x2 = DEW_LANES_LOAD(c2 + j), x3 = DEW_LANES_LOAD(c3 + j);
       const float* b = B + k_begin * ldb + j;
       const float* a = A + m * am + k_begin * ak;
       for (std::int64_t k = k_begin; k < K; ++k, b += ldb, a += ak) {
-        const Lanes u = DEW_LOAD(b);
+        const Lanes u = DEW_LANES_LOAD(b);
         x0 += a[0] * u, x1 += a[am] * u, x2 += a[2 * am] * u, x3 += a[3 * am] * u;
       }
-      DEW_STORE(c0 + j, x0), DEW_STORE(c1 + j, x1), DEW_STORE(c2 + j, x2), DEW_STORE(c3 + j, x3);
+      DEW_LANES_STORE(c0 + j, x0), DEW_LANES_STORE(c1 + j, x1), DEW_LANES_STORE(c2 + j, x2), DEW_LANES_STORE(c3 + j, x3);
     }
   }
   for (; m < M; ++m) {
@@ -91,11 +82,11 @@ DEW_CPU_CLONES void small_gemm(std::int64_t M, std::int64_t n_all, std::int64_t 
     const std::int64_t K = band == Band::kDepthToRow ? std::min(K_all, m + 1) : K_all;
     for (std::int64_t j = n; j < n_all; ++j) c[j] = 0.0f;
     for (std::int64_t j = 0; j < n; j += kLanes) {
-      Lanes x = accumulate ? DEW_LOAD(c + j) : Lanes{};
+      Lanes x = accumulate ? DEW_LANES_LOAD(c + j) : Lanes{};
       const float* b = B + k_begin * ldb + j;
       const float* a = A + m * am + k_begin * ak;
-      for (std::int64_t k = k_begin; k < K; ++k, b += ldb, a += ak) x += a[0] * DEW_LOAD(b);
-      DEW_STORE(c + j, x);
+      for (std::int64_t k = k_begin; k < K; ++k, b += ldb, a += ak) x += a[0] * DEW_LANES_LOAD(b);
+      DEW_LANES_STORE(c + j, x);
     }
   }
 }
@@ -133,9 +124,9 @@ DEW_CPU_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64
     const std::int64_t valid = i + 1;
     const std::int64_t whole = (valid + kLanes - 1) / kLanes * kLanes;  // <= Np
     for (std::int64_t j = valid; j < whole; ++j) s[j] = kMinusInfinity;
-    Lanes tops = DEW_LOAD(s);
+    Lanes tops = DEW_LANES_LOAD(s);
     for (std::int64_t j = kLanes; j < whole; j += kLanes) {
-      const Lanes x = DEW_LOAD(s + j);
+      const Lanes x = DEW_LANES_LOAD(s + j);
       tops = x > tops ? x : tops;
     }
     float top = tops[0];
@@ -148,7 +139,7 @@ DEW_CPU_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64
       s[j] = x > -87.0f ? fast_exp(x) : 0.0f;
     }
     Lanes sums = {};
-    for (std::int64_t j = 0; j < whole; j += kLanes) sums += DEW_LOAD(s + j);
+    for (std::int64_t j = 0; j < whole; j += kLanes) sums += DEW_LANES_LOAD(s + j);
     float sum = 0.0f;
     for (int l = 0; l < kLanes; ++l) sum += sums[l];
     const float inverse = 1.0f / sum;
@@ -164,7 +155,7 @@ DEW_CPU_CLONES void softmax_backward_rows(const float* __restrict P, float* __re
     const float* p = P + i * Np;
     float* d = dP + i * Np;
     Lanes dots = {};
-    for (std::int64_t j = 0; j < Np; j += kLanes) dots += DEW_LOAD(p + j) * DEW_LOAD(d + j);
+    for (std::int64_t j = 0; j < Np; j += kLanes) dots += DEW_LANES_LOAD(p + j) * DEW_LANES_LOAD(d + j);
     float dot = 0.0f;
     for (int l = 0; l < kLanes; ++l) dot += dots[l];
     for (std::int64_t j = 0; j < Np; ++j) d[j] = scale * (p[j] * (d[j] - dot));
@@ -215,8 +206,6 @@ DEW_CPU_CLONES void softmax_backward_columns(const float* __restrict P, float* _
   }
 }
 
-#undef DEW_LOAD
-#undef DEW_STORE
 // A [B, heads, N, hd] float tensor's element strides; its last stride is 1.
 struct Strided {
   float* data;

@@ -6,25 +6,22 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "dew/nn/cpu_kernel.h"
+
 namespace dew::nn {
 namespace {
 
-constexpr std::int64_t kLanes = 16;         // floats in one AVX-512 register
-constexpr std::int64_t kTileRows = 8;       // rows of dW (outputs) one tile keeps in registers
-constexpr std::int64_t kPanel = 2 * kLanes; // columns of dW (inputs) one tile keeps: 8 x 2 = 16 accumulators
+constexpr std::int64_t kTileRows = 8;        // rows of dW (outputs) one tile keeps in registers
+constexpr std::int64_t kPanel = 2 * kLanes;  // columns of dW (inputs) one tile keeps: 8 x 2 = 16 accumulators
 // Rows of dY and X per block: a block's columns of X (256 x 32 floats, 32 KiB) stay in L1 while every tile
 // of the panel reads them, and its rows of dY (256 x 256 floats) in L2 while the panels go by.
 constexpr std::int64_t kDepth = 256;
 constexpr std::int64_t kOutBlock = 256;
 constexpr std::int64_t kMaxOut = 8192;  // see weight_gradient_applies
-constexpr std::int64_t kAhead = 16;       // rows the loads are prefetched ahead
-
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+constexpr std::int64_t kAhead = 16;     // rows the loads are prefetched ahead
 
 // Only built for AVX-512: elsewhere MKL's own kernels are the better choice, so there is no other clone.
 #define DEW_AVX512 __attribute__((target("arch=x86-64-v4")))
-#define DEW_LOAD(p) ({ Lanes v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
-#define DEW_STORE(p, v) __builtin_memcpy((p), &(v), sizeof(Lanes))
 
 // C[r, 0:16V] (+)= sum over k < depth of A[k * lda + r] * B[k * ldb + 0:16V], for r < R: A is dY (its row k
 // holds the R outputs side by side), B is X, C is dW. R x V accumulators stay in registers over the depth;
@@ -36,7 +33,7 @@ DEW_AVX512 void tile(std::int64_t depth, const float* __restrict A, std::int64_t
   Lanes acc[R][V];
   float sums[R];
   for (int r = 0; r < R; ++r) {
-    for (int v = 0; v < V; ++v) acc[r][v] = accumulate ? DEW_LOAD(C + r * ldc + v * kLanes) : Lanes{};
+    for (int v = 0; v < V; ++v) acc[r][v] = accumulate ? DEW_LANES_LOAD(C + r * ldc + v * kLanes) : Lanes{};
     if (Bias) sums[r] = accumulate ? D[r] : 0.0f;
   }
   for (std::int64_t k = 0; k < depth; ++k, A += lda, B += ldb) {
@@ -44,7 +41,7 @@ DEW_AVX512 void tile(std::int64_t depth, const float* __restrict A, std::int64_t
     __builtin_prefetch(A + kAhead * lda);
     for (int v = 0; v < V; ++v) __builtin_prefetch(B + kAhead * ldb + v * kLanes);
     Lanes b[V];
-    for (int v = 0; v < V; ++v) b[v] = DEW_LOAD(B + v * kLanes);
+    for (int v = 0; v < V; ++v) b[v] = DEW_LANES_LOAD(B + v * kLanes);
     for (int r = 0; r < R; ++r) {
       const float a = A[r];
       for (int v = 0; v < V; ++v) acc[r][v] += a * b[v];
@@ -52,7 +49,7 @@ DEW_AVX512 void tile(std::int64_t depth, const float* __restrict A, std::int64_t
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int v = 0; v < V; ++v) DEW_STORE(C + r * ldc + v * kLanes, acc[r][v]);
+    for (int v = 0; v < V; ++v) DEW_LANES_STORE(C + r * ldc + v * kLanes, acc[r][v]);
     if (Bias) D[r] = sums[r];
   }
 }
@@ -86,8 +83,6 @@ void panels(const float* dy, std::int64_t ldy, const float* x, std::int64_t ldx,
   }
 }
 
-#undef DEW_LOAD
-#undef DEW_STORE
 #undef DEW_AVX512
 
 bool cpu_has_avx512() {

@@ -12,7 +12,7 @@
 #include <cmath>
 
 #include "dew/core/error.h"
-#include "dew/nn/cpu_clones.h"
+#include "dew/nn/cpu_kernel.h"
 #include "dew/nn/multi_tensor.h"
 
 namespace dew::training {

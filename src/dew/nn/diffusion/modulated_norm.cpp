@@ -11,40 +11,18 @@
 #include <cmath>
 #include <cstdint>
 
-#include "dew/nn/cpu_clones.h"
+#include "dew/nn/cpu_kernel.h"
 #include "dew/nn/diffusion/image_layers.h"
 
 namespace dew::nn::diffusion {
 
 namespace {
 
-// Row sums in 16 lanes of GCC vectors (one AVX-512 register, two AVX2 ones in each clone), then the lanes
-// and the tail: written out, because GCC turns interleaved arrays of scalar partial sums into shuffles and
-// spills instead of vectorising them (the backward ran at a third of ATen's layer norm's speed that way).
-constexpr std::int64_t kLanes = 16;
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
-#define DEW_LOAD(p) ({ Lanes v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
-
-// One row of D: y = (x - mean) * rstd * (1 + scale) + shift. Statistics in two passes (mean, then the
-// centred sum of squares), as LibTorch's CPU layer norm computes them for a row this short.
+// One row of D: y = (x - mean) * rstd * (1 + scale) + shift.
 DEW_CPU_CLONES void forward_row(const float* __restrict x, const float* __restrict shift, const float* __restrict scale,
                                 float* __restrict y, std::int64_t D, float eps, float* mean_out, float* rstd_out) {
-  const std::int64_t body = D - D % kLanes;
-  Lanes sums = {};
-  for (std::int64_t d = 0; d < body; d += kLanes) sums += DEW_LOAD(x + d);
-  float sum = 0;
-  for (int l = 0; l < kLanes; ++l) sum += sums[l];
-  for (std::int64_t d = body; d < D; ++d) sum += x[d];
-  const float mean = sum / static_cast<float>(D);
-  Lanes squares = {};
-  for (std::int64_t d = 0; d < body; d += kLanes) {
-    const Lanes c = DEW_LOAD(x + d) - mean;
-    squares += c * c;
-  }
-  float sq = 0;
-  for (int l = 0; l < kLanes; ++l) sq += squares[l];
-  for (std::int64_t d = body; d < D; ++d) sq += (x[d] - mean) * (x[d] - mean);
-  const float rstd = 1.0f / std::sqrt(sq / static_cast<float>(D) + eps);
+  float mean, rstd;
+  row_mean_rstd(x, D, eps, mean, rstd);
   for (std::int64_t d = 0; d < D; ++d) y[d] = (x[d] - mean) * rstd * (1.0f + scale[d]) + shift[d];
   *mean_out = mean;
   *rstd_out = rstd;
@@ -58,7 +36,7 @@ DEW_CPU_CLONES void backward_row(const float* __restrict x, const float* __restr
   const std::int64_t body = D - D % kLanes;
   Lanes a_lanes = {}, c_lanes = {};
   for (std::int64_t d = 0; d < body; d += kLanes) {
-    const Lanes x_hat = (DEW_LOAD(x + d) - mean) * rstd, gs = DEW_LOAD(g + d) * (1.0f + DEW_LOAD(scale + d));
+    const Lanes x_hat = (DEW_LANES_LOAD(x + d) - mean) * rstd, gs = DEW_LANES_LOAD(g + d) * (1.0f + DEW_LANES_LOAD(scale + d));
     a_lanes += gs;
     c_lanes += gs * x_hat;
   }
@@ -82,8 +60,6 @@ DEW_CPU_CLONES void backward_row(const float* __restrict x, const float* __restr
     dx[d] = rstd * (g[d] * (1.0f + scale[d]) - a - x_hat * c);
   }
 }
-
-#undef DEW_LOAD
 
 struct ModulatedLayerNorm : public torch::autograd::Function<ModulatedLayerNorm> {
   // x [B, N, D], shift and scale [B, D], all float32, contiguous, on the CPU.
