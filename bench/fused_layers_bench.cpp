@@ -29,13 +29,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Seconds for one forward + backward of f on fresh leaves (the leaves' making is outside the timing).
+// Seconds for one forward + backward of f on fresh leaves (the leaves' making is outside the timing), or
+// for the forward alone without autograd (`forward_only`: the path of a frozen network, e.g. JEPA's target).
 double time_once(const std::function<at::Tensor(const std::vector<at::Tensor>&)>& f, const std::vector<at::Tensor>& inputs,
-                 const at::Tensor& grad) {
+                 const at::Tensor& grad, bool forward_only) {
   std::vector<at::Tensor> leaves;
-  for (const auto& t : inputs) leaves.push_back(t.detach().clone().requires_grad_(true));
+  for (const auto& t : inputs) leaves.push_back(forward_only ? t : t.detach().clone().requires_grad_(true));
   const auto start = Clock::now();
-  f(leaves).backward(grad);
+  if (forward_only) {
+    at::NoGradGuard no_grad;
+    (void)f(leaves);
+  } else {
+    f(leaves).backward(grad);
+  }
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -43,6 +49,7 @@ struct Case {
   std::string name;
   std::vector<at::Tensor> inputs;
   std::function<at::Tensor(const std::vector<at::Tensor>&)> fused, composition;
+  bool forward_only = false;
 };
 
 }  // namespace
@@ -86,6 +93,12 @@ int main(int argc, char** argv) {
   };
   gated("swiglu demo [2048, 1024]", 2048, 1024);
   gated("swiglu smollm2 [4096, 1536]", 4096, 1536);
+  // The ViTs' MLP activation, with its backward and alone (JEPA's target encoder runs it without autograd).
+  for (bool forward_only : {false, true}) {
+    cases.push_back({std::string("gelu_tanh vit fc1 [3136, 512]") + (forward_only ? " forward only" : ""), {randn({3136, 512})},
+                     [](const auto& in) { return dew::nn::gelu_tanh(in[0]); },
+                     [](const auto& in) { return at::gelu(in[0], "tanh"); }, forward_only});
+  }
   // Attention on q, k, v viewed out of one packed projection [B, N, 3, H, hd], as the layers call it,
   // against ATen's scaled_dot_product_attention (its flash kernel on the CPU).
   auto attention = [&](const std::string& name, std::int64_t B, std::int64_t H, std::int64_t N, std::int64_t hd, bool causal) {
@@ -109,6 +122,8 @@ int main(int argc, char** argv) {
                      auto qkv = in[0].view({64, 49, 3, 4, 32}).permute({2, 0, 3, 1, 4}).unbind(0);
                      return at::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2]).transpose(1, 2).reshape({64, 49, 128});
                    }});
+  cases.push_back({"attention packed dit/vit [64, 4, 49, 32] forward only", cases.back().inputs, cases.back().fused,
+                   cases.back().composition, true});
   attention("attention jepa context [64, 4, 8, 32]", 64, 4, 8, 32, false);
   attention("attention jepa predictor [256, 4, 17, 16]", 256, 4, 17, 16, false);
   attention("attention demo causal [16, 4, 128, 64]", 16, 4, 128, 64, true);
@@ -117,11 +132,11 @@ int main(int argc, char** argv) {
     if (c.name.find(only) == std::string::npos) continue;
     const auto probe = c.fused(c.inputs);
     const auto grad = at::randn(probe.sizes(), gen);
-    for (int w = 0; w < 3; ++w) time_once(c.fused, c.inputs, grad), time_once(c.composition, c.inputs, grad);
+    for (int w = 0; w < 3; ++w) time_once(c.fused, c.inputs, grad, c.forward_only), time_once(c.composition, c.inputs, grad, c.forward_only);
     std::vector<double> fused, composition;
     for (int r = 0; r < reps; ++r) {
-      fused.push_back(time_once(c.fused, c.inputs, grad));
-      composition.push_back(time_once(c.composition, c.inputs, grad));
+      fused.push_back(time_once(c.fused, c.inputs, grad, c.forward_only));
+      composition.push_back(time_once(c.composition, c.inputs, grad, c.forward_only));
     }
     const double f = dew::bench::median(fused), a = dew::bench::median(composition);
     nlohmann::json line{{"case", c.name}, {"threads", threads}, {"fused_ms", 1e3 * f}, {"aten_ms", 1e3 * a}, {"speedup", a / f}};

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "dew/nn/cpu_kernel.h"
@@ -249,13 +250,67 @@ void zero_rows(const Rows& rows, const Dims& d) {
   for (std::int64_t i = 0; i < d.N; ++i) std::fill(rows.data + i * rows.stride, rows.data + i * rows.stride + d.hdp, 0.0f);
 }
 
+// One round of a 16 x 16 transpose held as 16 row vectors: in every 2S x 2S block, the top-right and
+// bottom-left S x S quarters trade places (row i with bit S clear pairs with row i + S). The rounds for
+// S = 8, 4, 2, 1 swap each bit of the row index with the same bit of the column index, which is the
+// transpose: 64 two-vector shuffles (vpermt2ps) where the element-by-element copy makes 256 scalar stores
+// and as many loads, at a stride of a row.
+typedef int LaneIndices __attribute__((vector_size(kLanes * sizeof(int))));
+// Lane c of the new row i takes (c & S ? row i + S's lane c - S : row i's lane c); lane c of the new row
+// i + S takes (c & S ? row i + S's lane c : row i's lane c + S). Indices >= 16 pick the second row.
+template <int S, typename Lanes_> struct RoundIndices;
+template <int S, int... c> struct RoundIndices<S, std::integer_sequence<int, c...>> {
+  static constexpr LaneIndices lower{((c & S) ? 16 + c - S : c)...};
+  static constexpr LaneIndices upper{((c & S) ? 16 + c : c + S)...};
+};
+template <int S>
+__attribute__((always_inline)) inline void transpose_round(Lanes (&rows)[kLanes]) {
+  using Indices = RoundIndices<S, std::make_integer_sequence<int, kLanes>>;
+#pragma GCC unroll 16
+  for (int i = 0; i < kLanes; ++i) {
+    if (i & S) continue;
+    const Lanes a = rows[i], b = rows[i + S];
+    rows[i] = __builtin_shuffle(a, b, Indices::lower);
+    rows[i + S] = __builtin_shuffle(a, b, Indices::upper);
+  }
+}
+
 // The transpose: hd x N of the tensor's rows into an hd x Np buffer (columns N.. 0), the B operand of
-// q k^T and dO v^T.
-void gather_transposed(const Strided& from, std::int64_t b, std::int64_t h, const Dims& d, float* to) {
-  for (std::int64_t c = 0; c < d.hd; ++c) std::fill(to + c * d.Np + d.N, to + (c + 1) * d.Np, 0.0f);
-  for (std::int64_t i = 0; i < d.N; ++i) {
-    const float* src = from.row(b, h, i);
-    for (std::int64_t c = 0; c < d.hd; ++c) to[c * d.Np + i] = src[c];
+// q k^T and dO v^T. By 16 x 16 blocks in registers; rows past N and columns past hd read as 0.
+DEW_CPU_CLONES void gather_transposed(const Strided& from, std::int64_t b, std::int64_t h, const Dims& d, float* __restrict to) {
+  // Every index into `block` is a constant once the loops are unrolled, so the block stays in registers
+  // (with a loop index GCC kept it on the stack and the shuffles waited on stores).
+  auto load = [&](Lanes& row, std::int64_t i, std::int64_t c0, std::int64_t width) __attribute__((always_inline)) {
+    row = Lanes{};
+    if (i >= d.N) return;
+    const float* src = from.row(b, h, i) + c0;
+    if (width == kLanes) {
+      row = DEW_LANES_LOAD(src);
+    } else {
+      __builtin_memcpy(&row, src, static_cast<std::size_t>(width) * sizeof(float));
+    }
+  };
+  for (std::int64_t i0 = 0; i0 < d.Np; i0 += kLanes) {
+    for (std::int64_t c0 = 0; c0 < d.hd; c0 += kLanes) {
+      const std::int64_t width = std::min(kLanes, d.hd - c0);
+      Lanes block[kLanes];
+#pragma GCC unroll 16
+      for (int t = 0; t < kLanes; ++t) load(block[t], i0 + t, c0, width);
+      transpose_round<8>(block);
+      transpose_round<4>(block);
+      transpose_round<2>(block);
+      transpose_round<1>(block);
+      float* out = to + c0 * d.Np + i0;
+      if (width == kLanes) {
+#pragma GCC unroll 16
+        for (int t = 0; t < kLanes; ++t) DEW_LANES_STORE(out + t * d.Np, block[t]);
+      } else {
+#pragma GCC unroll 16
+        for (int t = 0; t < kLanes; ++t) {
+          if (t < width) DEW_LANES_STORE(out + t * d.Np, block[t]);
+        }
+      }
+    }
   }
 }
 
