@@ -1,5 +1,6 @@
 // nn/cpu_matmul.h against exact float64 products: values and gradients of cpu_linear (plain, N-d input, bias,
-// a weight given as a transposed view, a frozen weight), mm_transposed, and which products take oneDNN.
+// a weight given as a transposed view, a frozen weight), cpu_linear_plus (the residual added inside the
+// product), mm_transposed, and which products take oneDNN.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -85,6 +86,47 @@ TEST(CpuMatmul, FrozenWeightGetsNoGradientAndTheInputStillDoes) {
   dew::nn::cpu_linear(x, w).backward(dy);
   EXPECT_FALSE(w.grad().defined());
   expect_product(x.grad(), dy, w.t(), "dx with a frozen W");
+}
+
+// residual + x W^T + b against float64: the product's bound plus two more roundings of the sums (|y| 2u,
+// the bias test's allowance, and |y| u for the residual).
+void expect_residual_sum(const at::Tensor& got, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& r,
+                         const std::string& what) {
+  const auto x64 = x.reshape({-1, x.size(-1)}).to(at::kDouble), w64 = w.to(at::kDouble);
+  const auto exact = at::matmul(x64, w64.t()) + b.to(at::kDouble) + r.reshape({-1, w.size(0)}).to(at::kDouble);
+  const double k = static_cast<double>(x.size(-1));
+  const auto bound = at::matmul(x64.abs(), w64.abs().t()) * (k * kUnitRoundoff / (1 - k * kUnitRoundoff)) + exact.abs() * kUnitRoundoff * 3;
+  ASSERT_EQ(got.sizes(), r.sizes()) << what;
+  EXPECT_LE(((got.reshape({-1, w.size(0)}).to(at::kDouble) - exact).abs() - bound).max().item<double>(), 0.0) << what;
+}
+
+TEST(CpuMatmul, ResidualIsAddedInsideTheProductWithItsGradientPassedThrough) {
+  const auto x0 = randn({4, 72, 320}, 20), w0 = randn({200, 320}, 21), b0 = randn({200}, 22), r0 = randn({4, 72, 200}, 23);
+  const auto r_before = r0.clone();
+  {
+    at::NoGradGuard no_grad;  // the inference path (a JEPA target encoder)
+    expect_residual_sum(dew::nn::cpu_linear_plus(x0, w0, b0, r0), x0, w0, b0, r0, "no grad");
+  }
+  EXPECT_TRUE(at::equal(r0, r_before)) << "the residual is read, not written";
+  auto x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true),
+       r = r0.clone().requires_grad_(true);
+  const auto y = dew::nn::cpu_linear_plus(x, w, b, r);
+  expect_residual_sum(y.detach(), x0, w0, b0, r0, "with autograd");
+  const auto dy = randn({4, 72, 200}, 24);
+  y.backward(dy);
+  EXPECT_TRUE(at::equal(r.grad(), dy)) << "d residual = dY exactly";
+  const auto dy2d = dy.view({288, 200});
+  expect_product(x.grad().view({288, 320}), dy2d, w0.t(), "dx = dY W");
+  expect_product(w.grad(), dy2d.t(), x0.view({288, 320}).t(), "dW = dY^T x");
+  // Where the residual cannot ride on the product (a transposed, non-contiguous one; a product too small for
+  // oneDNN) it is the plain sum, with the same gradients.
+  const auto rt = randn({200, 288}, 25).t();
+  expect_residual_sum(dew::nn::cpu_linear_plus(x0.view({288, 320}), w0, b0, rt), x0, w0, b0, rt.contiguous(), "strided residual");
+  const auto xs = randn({8, 16}, 26), ws = randn({16, 16}, 27), bs = randn({16}, 28), rs = randn({8, 16}, 29);
+  expect_residual_sum(dew::nn::cpu_linear_plus(xs, ws, bs, rs), xs, ws, bs, rs, "small product");
+  auto rs_leaf = rs.clone().requires_grad_(true);
+  dew::nn::cpu_linear_plus(xs, ws, bs, rs_leaf).sum().backward();
+  EXPECT_TRUE(at::equal(rs_leaf.grad(), at::ones({8, 16})));
 }
 
 TEST(CpuMatmul, MmTransposedMatchesTheExactProductAndDefersToAutograd) {

@@ -31,6 +31,21 @@ const std::optional<c10::TypedOperatorHandle<LinearPointwise>>& linear_pointwise
   return op;
 }
 
+// mkldnn::_linear_pointwise.binary(X, other, W, B?, "add") = X W^T (+ B) + other: the addition applied as the
+// product's results are written, other [rows, out] contiguous.
+using LinearPointwiseBinary = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+                                         c10::string_view);
+
+const std::optional<c10::TypedOperatorHandle<LinearPointwiseBinary>>& linear_pointwise_binary() {
+  static const auto op = []() -> std::optional<c10::TypedOperatorHandle<LinearPointwiseBinary>> {
+    if (!linear_pointwise()) return std::nullopt;  // the same switch and the same build
+    auto handle = c10::Dispatcher::singleton().findSchema({"mkldnn::_linear_pointwise", "binary"});
+    if (!handle || !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU)) return std::nullopt;
+    return handle->typed<LinearPointwiseBinary>();
+  }();
+  return op;
+}
+
 // Where oneDNN wins, from bench/cpu_matmul_bench.cpp's small shapes (2 Zen 4 cores): from 256 rows up
 // (1.2-1.7x), and for a few rows against a large weight, a decode step's matrix-vector products (1.8-2.9x);
 // in between (16-128 rows) MKL's small-matrix kernels are up to 2x faster, and below ~2 M multiply-adds
@@ -51,17 +66,26 @@ at::Tensor product(const at::Tensor& a2d, const at::Tensor& b, const at::Tensor&
   return bias.defined() ? at::addmm(bias, a2d, b.t()) : at::mm(a2d, b.t());
 }
 
+// x [rows, in] W^T (+ bias) (+ residual [rows, out], contiguous) in one oneDNN call.
+at::Tensor onednn_nt_plus(const at::Tensor& x2d, const at::Tensor& weight, const at::Tensor& bias, const at::Tensor& residual) {
+  if (!residual.defined()) return onednn_nt(x2d, weight, bias);
+  return linear_pointwise_binary()->call(x2d, residual, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt, "add");
+}
+
 struct OneDnnLinear : public torch::autograd::Function<OneDnnLinear> {
-  // bias is optional rather than possibly undefined: autograd's bookkeeping needs every tensor input defined.
+  // bias and residual are optional rather than possibly undefined: autograd's bookkeeping needs every tensor
+  // input defined. With a residual the output is residual + x W^T (+ b), whose gradient is the output's.
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
-                            const std::optional<at::Tensor>& bias) {
+                            const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& residual) {
     const auto x2d = x.reshape({-1, x.size(-1)});
     // x is kept only for the weight's gradient: a frozen weight (LoRA's base) holds no activations here.
     ctx->save_for_backward({weight.requires_grad() ? x2d : at::Tensor(), weight});
     ctx->saved_data["has_bias"] = bias.has_value();
-    auto y = onednn_nt(x2d, weight, bias.value_or(at::Tensor()));
+    ctx->saved_data["has_residual"] = residual.has_value();
     auto sizes = x.sizes().vec();
     sizes.back() = weight.size(0);
+    auto y = onednn_nt_plus(x2d, weight, bias.value_or(at::Tensor()),
+                            residual.has_value() ? residual->reshape({-1, weight.size(0)}) : at::Tensor());
     return y.view(sizes);
   }
 
@@ -81,7 +105,11 @@ struct OneDnnLinear : public torch::autograd::Function<OneDnnLinear> {
     const bool bias_needed = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2);
     if (ctx->needs_input_grad(1)) dw = weight_gradient(dy2d, x2d, bias_needed ? &db : nullptr);  // db on the way
     if (bias_needed && !db.defined()) db = dy2d.sum(0);
-    return {dx, dw, db};
+    // needs_input_grad counts the tensor inputs given (an absent bias takes no place); the list returned
+    // has a place for every argument.
+    const bool has_bias = ctx->saved_data["has_bias"].toBool();
+    const bool residual_needed = ctx->saved_data["has_residual"].toBool() && ctx->needs_input_grad(has_bias ? 3 : 2);
+    return {dx, dw, db, residual_needed ? dy : at::Tensor()};
   }
 };
 
@@ -111,16 +139,36 @@ at::Tensor onednn_mm_transposed(const at::Tensor& a, const at::Tensor& b) {
   return onednn_nt(a, plain_or_transposed(b) ? b : b.contiguous(), {});
 }
 
-at::Tensor cpu_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+namespace {
+// cpu_linear and cpu_linear_plus: with `residual` defined, residual + x W^T (+ b).
+at::Tensor linear_maybe_plus(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const at::Tensor& residual) {
   const bool onednn = uses_onednn(x, weight) && plain_or_transposed(weight) &&
                       (!bias.defined() || (bias.scalar_type() == at::kFloat && bias.is_contiguous()));
+  const bool fused_residual = residual.defined() && onednn && linear_pointwise_binary().has_value() &&
+                              residual.scalar_type() == at::kFloat && residual.is_contiguous() && residual.device().is_cpu() &&
+                              residual.dim() == x.dim() && residual.sizes().slice(0, x.dim() - 1) == x.sizes().slice(0, x.dim() - 1) &&
+                              residual.size(-1) == weight.size(0);
+  if (residual.defined() && !fused_residual) return residual + linear_maybe_plus(x, weight, bias, {});
   if (!onednn) return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
-  if (!at::GradMode::is_enabled() || !(x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()))) {
+  const bool grad = at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() ||
+                                                   (bias.defined() && bias.requires_grad()) || (residual.defined() && residual.requires_grad()));
+  if (!grad) {
     auto sizes = x.sizes().vec();
     sizes.back() = weight.size(0);
-    return onednn_nt(x.reshape({-1, x.size(-1)}), weight, bias).view(sizes);
+    return onednn_nt_plus(x.reshape({-1, x.size(-1)}), weight, bias, residual.defined() ? residual.view({-1, weight.size(0)}) : at::Tensor())
+        .view(sizes);
   }
-  return OneDnnLinear::apply(x, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt);
+  auto optional = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
+  return OneDnnLinear::apply(x, weight, optional(bias), optional(residual));
+}
+}  // namespace
+
+at::Tensor cpu_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return linear_maybe_plus(x, weight, bias, {});
+}
+
+at::Tensor cpu_linear_plus(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const at::Tensor& residual) {
+  return linear_maybe_plus(x, weight, bias, residual);
 }
 
 at::Tensor cpu_linear_gelu_tanh_no_grad(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {

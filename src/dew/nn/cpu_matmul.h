@@ -18,6 +18,13 @@ namespace dew::nn {
 // the input gradient (dY W) go through oneDNN; the weight gradient dY^T x through nn/weight_gradient.h.
 at::Tensor cpu_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
 
+// residual + x W^T (+ b), residual [..., out] shaped as the product: a transformer's residual connection
+// around its output projection. Where cpu_linear takes oneDNN (and the residual is a contiguous float32 CPU
+// tensor), the addition is applied as the product's results are written: no separate pass reading two
+// [tokens, out] blocks and writing a third, forward; backward the residual's gradient is the output's
+// (the same tensor). Elsewhere residual + cpu_linear(x, weight, bias).
+at::Tensor cpu_linear_plus(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const at::Tensor& residual);
+
 // gelu_tanh(x W^T + b) in one oneDNN call where no gradient is needed (the activation is applied as the
 // product's results are written: no second pass over a [tokens, hidden] block); an undefined tensor where
 // that does not apply (gradients wanted, another device or dtype, a product oneDNN does not take), and the

@@ -8,10 +8,10 @@
 
 namespace dew::nn {
 
-at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const at::Tensor& residual) {
   auto w = weight.scalar_type() == x.scalar_type() ? weight : weight.to(x.scalar_type());
-  if (!bias.defined()) return cpu_linear(x, w);
-  return cpu_linear(x, w, bias.scalar_type() == x.scalar_type() ? bias : bias.to(x.scalar_type()));
+  auto b = !bias.defined() || bias.scalar_type() == x.scalar_type() ? bias : bias.to(x.scalar_type());
+  return residual.defined() ? cpu_linear_plus(x, w, b, residual) : cpu_linear(x, w, b);
 }
 
 LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias, c10::ScalarType param_dtype) {
@@ -19,7 +19,9 @@ LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias, c10::S
   if (with_bias) bias = register_parameter("bias", at::zeros({out}, at::TensorOptions().dtype(param_dtype)));
 }
 
-at::Tensor LinearImpl::forward(const at::Tensor& x) const {
+at::Tensor LinearImpl::forward(const at::Tensor& x) const { return forward_plus(x, {}); }
+
+at::Tensor LinearImpl::forward_plus(const at::Tensor& x, const at::Tensor& residual) const {
   at::Tensor y;
   if (quantized) {
     if (is_training() || (x.requires_grad() && at::GradMode::is_enabled()))
@@ -29,8 +31,9 @@ at::Tensor LinearImpl::forward(const at::Tensor& x) const {
     y = quantized->linear(x);
     if (bias.defined()) y = y + bias.to(y.scalar_type());
     y = y.to(x.scalar_type());
+    if (residual.defined()) y = residual + y;
   } else {
-    y = dense(x, weight, bias);
+    y = dense(x, weight, bias, residual);
   }
   if (!lora_A || !lora_active) return y;
   auto dropped = lora_dropout > 0.0 && is_training() ? at::dropout(x, lora_dropout, /*train=*/true) : x;

@@ -15,8 +15,9 @@ namespace dew::nn {
 
 class QuantizedMatrix;  // nn/quantized/quantized_matrix.h
 
-// y = x W^T (+ b), with W (and b) cast to x's dtype.
-at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
+// y = x W^T (+ b) (+ residual), with W (and b) cast to x's dtype; the residual added as the product is
+// written where cpu_linear_plus can (nn/cpu_matmul.h).
+at::Tensor dense(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {}, const at::Tensor& residual = {});
 
 // A Linear layer holding `weight` [out, in] and optionally `bias` [out].
 //
@@ -33,6 +34,9 @@ class LinearImpl : public torch::nn::Module {
  public:
   LinearImpl(std::int64_t in, std::int64_t out, bool bias, c10::ScalarType param_dtype);
   at::Tensor forward(const at::Tensor& x) const;
+  // residual + forward(x): a residual connection around this projection, added inside the product where it
+  // can be (dense's residual); the adapter's delta, if any, then lands on the sum.
+  at::Tensor forward_plus(const at::Tensor& x, const at::Tensor& residual) const;
   at::Tensor weight, bias;
   std::shared_ptr<const QuantizedMatrix> quantized;
   std::shared_ptr<LinearImpl> lora_A, lora_B;  // both or neither

@@ -1,6 +1,7 @@
 #include "dew/nn/diffusion/dit.h"
 
 #include "dew/nn/activations.h"
+#include "dew/nn/diffusion/gated_residual.h"
 #include "dew/nn/diffusion/modulated_norm.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -52,9 +53,9 @@ DiTBlockImpl::DiTBlockImpl(const ImageModelConfig& c) {
 
 at::Tensor DiTBlockImpl::forward(const at::Tensor& x, const at::Tensor& c_act) const {
   auto m = modulation->forward(c_act).chunk(6, 1);  // shift, scale, gate for attention, then for the MLP
-  // x + gate * branch as one addcmul: one pass over the tokens instead of a product and a sum.
-  auto h = at::addcmul(x, m[2].unsqueeze(1), attn->forward(modulated_layer_norm(x, m[0], m[1], kNormEps)));
-  return at::addcmul(h, m[5].unsqueeze(1), mlp->forward(modulated_layer_norm(h, m[3], m[4], kNormEps)));
+  // x + gate * branch in one pass over the tokens each way (gated_residual.h).
+  auto h = gated_residual(x, m[2], attn->forward(modulated_layer_norm(x, m[0], m[1], kNormEps)));
+  return gated_residual(h, m[5], mlp->forward(modulated_layer_norm(h, m[3], m[4], kNormEps)));
 }
 
 DiTFinalLayerImpl::DiTFinalLayerImpl(const ImageModelConfig& c) {

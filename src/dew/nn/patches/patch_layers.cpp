@@ -36,17 +36,18 @@ PatchAttentionImpl::PatchAttentionImpl(std::int64_t dim, std::int64_t heads_) : 
   proj = register_module("proj", Linear(dim, dim, true, kParamDtype));
 }
 
-at::Tensor PatchAttentionImpl::forward(const at::Tensor& x) const {
+at::Tensor PatchAttentionImpl::forward(const at::Tensor& x, const at::Tensor& residual) const {
   const auto B = x.size(0), N = x.size(1), D = x.size(2);
   const auto projected = qkv->forward(x);
   if (short_attention_packed_applies(projected, heads)) {  // float32 CPU patch sequences
-    return proj->forward(short_attention_packed(projected, heads, /*causal=*/false, 1.0 / std::sqrt(static_cast<double>(D / heads))));
+    return proj->forward_plus(short_attention_packed(projected, heads, /*causal=*/false, 1.0 / std::sqrt(static_cast<double>(D / heads))),
+                              residual);
   }
   // unbind, not qkv_heads[i]: three selects would each backpropagate into a zero-filled copy of the whole
   // [3, B, H, N, hd] gradient; unbind's backward is one stack.
   const auto q_k_v = projected.reshape({B, N, 3, heads, D / heads}).permute({2, 0, 3, 1, 4}).unbind(0);  // [B, H, N, hd] each
   auto out = attention_short_or_sdpa(q_k_v[0], q_k_v[1], q_k_v[2], /*causal=*/false);
-  return proj->forward(out.transpose(1, 2).reshape({B, N, D}));
+  return proj->forward_plus(out.transpose(1, 2).reshape({B, N, D}), residual);
 }
 
 PatchMlpImpl::PatchMlpImpl(std::int64_t dim, std::int64_t hidden) {
@@ -54,11 +55,11 @@ PatchMlpImpl::PatchMlpImpl(std::int64_t dim, std::int64_t hidden) {
   fc2 = register_module("fc2", Linear(hidden, dim, true, kParamDtype));
 }
 
-at::Tensor PatchMlpImpl::forward(const at::Tensor& x) const {
+at::Tensor PatchMlpImpl::forward(const at::Tensor& x, const at::Tensor& residual) const {
   if (!fc1->quantized && !fc1->lora_A) {  // without gradients (a JEPA target, sampling) the GELU rides on the product
-    if (auto fused = cpu_linear_gelu_tanh_no_grad(x, fc1->weight, fc1->bias); fused.defined()) return fc2->forward(fused);
+    if (auto fused = cpu_linear_gelu_tanh_no_grad(x, fc1->weight, fc1->bias); fused.defined()) return fc2->forward_plus(fused, residual);
   }
-  return fc2->forward(dew::nn::gelu_tanh(fc1->forward(x)));
+  return fc2->forward_plus(dew::nn::gelu_tanh(fc1->forward(x)), residual);
 }
 
 }  // namespace dew::nn

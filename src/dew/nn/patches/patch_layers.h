@@ -30,7 +30,8 @@ TORCH_MODULE(PatchEmbed);
 class PatchAttentionImpl : public torch::nn::Module {
  public:
   PatchAttentionImpl(std::int64_t dim, std::int64_t heads);
-  at::Tensor forward(const at::Tensor& x) const;  // [B, N, dim]
+  // [B, N, dim]; with `residual` [B, N, dim], residual + the attention, added inside the output projection.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& residual = {}) const;
   Linear qkv{nullptr}, proj{nullptr};
   std::int64_t heads;
 };
@@ -40,7 +41,8 @@ TORCH_MODULE(PatchAttention);
 class PatchMlpImpl : public torch::nn::Module {
  public:
   PatchMlpImpl(std::int64_t dim, std::int64_t hidden);
-  at::Tensor forward(const at::Tensor& x) const;  // fc2(GELU_tanh(fc1(x)))
+  // fc2(GELU_tanh(fc1(x))), plus `residual` when given (added inside fc2's product).
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& residual = {}) const;
   Linear fc1{nullptr}, fc2{nullptr};
 };
 TORCH_MODULE(PatchMlp);

@@ -88,8 +88,9 @@ ViTBlockImpl::ViTBlockImpl(std::int64_t dim, std::int64_t heads, double mlp_rati
 }
 
 at::Tensor ViTBlockImpl::forward(const at::Tensor& x) const {
-  auto h = x + attn->forward(layer_norm(x, norm1_weight, norm1_bias));
-  return h + mlp->forward(layer_norm(h, norm2_weight, norm2_bias));
+  // The residual additions ride on the output projections (PatchAttention's and PatchMlp's residual).
+  auto h = attn->forward(layer_norm(x, norm1_weight, norm1_bias), x);
+  return mlp->forward(layer_norm(h, norm2_weight, norm2_bias), h);
 }
 
 VisionTransformerImpl::VisionTransformerImpl(VisionTransformerConfig config) : config_(std::move(config)) {
