@@ -1,7 +1,9 @@
-// dew's fused float32 CPU kernels (RMSNorm, rotary, SwiGLU, short-sequence attention) against the ATen compositions they replace,
-// which are the ops PyTorch eager runs for the same layers: forward + backward of each at the demo
-// decoder's and SmolLM2-135M's shapes, interleaved (fused, composition, fused, ...) so that a burst on a
-// shared machine hits both, medians over the repetitions. One JSON line per case, with the ratio.
+// dew's fused float32 CPU kernels (RMSNorm, LayerNorm, rotary, SwiGLU, tanh-GELU, short-sequence attention) against the
+// ATen compositions they replace, which are the ops PyTorch eager runs for the same layers: forward +
+// backward of each at the demo decoder's, SmolLM2-135M's, the DiT/ViTs' and JEPA's shapes (and, for the cases
+// named "forward only", the forward alone without autograd: a frozen network's path, as JEPA's target
+// encoder runs it), interleaved (fused, composition, fused, ...) so that a burst on a shared machine hits
+// both, medians over the repetitions. One JSON line per case, with the ratio.
 //
 //   fused_layers_bench [--threads 1] [--reps 30] [--only SUBSTRING]   (--only: the cases whose name has it)
 #include <ATen/ATen.h>
