@@ -32,7 +32,7 @@
 #include "dew/core/error.h"
 #include "dew/inference/generate.h"
 #include "dew/interop/gguf_model.h"
-#include "dew/nn/quantized/quantized_weights.h"
+#include "dew/nn/quantized_weights.h"
 
 namespace {
 

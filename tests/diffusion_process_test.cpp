@@ -12,12 +12,13 @@
 
 #include "dew/objectives/diffusion/edm_preconditioning.h"
 #include "dew/objectives/diffusion/loss_weighting.h"
-#include "dew/objectives/diffusion/noise_process.h"
+#include "dew/processes/noise_process.h"
 #include "dew/objectives/diffusion/time_sampling.h"
 #include "test_support.h"
 
 namespace {
 using namespace dew::objectives::diffusion;
+using namespace dew::processes;
 using dew::test::error_of;
 
 const nlohmann::json& fixture() {

@@ -13,8 +13,8 @@
 namespace {
 
 using namespace dew::inference::diffusion;
-using dew::objectives::diffusion::NoiseProcessConfig;
-using dew::objectives::diffusion::Prediction;
+using dew::processes::NoiseProcessConfig;
+using dew::processes::Prediction;
 
 double max_abs(const at::Tensor& t) { return t.abs().max().item<double>(); }
 

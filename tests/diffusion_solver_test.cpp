@@ -17,9 +17,9 @@
 namespace {
 
 using namespace dew::inference::diffusion;
-using dew::objectives::diffusion::NoiseProcessConfig;
-using dew::objectives::diffusion::Prediction;
-using dew::objectives::diffusion::from_prediction;
+using dew::processes::NoiseProcessConfig;
+using dew::processes::Prediction;
+using dew::processes::from_prediction;
 using Json = nlohmann::json;
 
 const Json& fixture() {
@@ -47,7 +47,7 @@ double max_abs(const at::Tensor& t) { return t.abs().max().item<double>(); }
 Denoiser fake_model(const NoiseProcess& process, std::vector<double>& calls) {
   return [&process, &calls](const at::Tensor& x, const at::Tensor& t) {
     calls.push_back(t[0].item<double>());
-    const bool flow = process.kind() == dew::objectives::diffusion::ProcessKind::flow;
+    const bool flow = process.kind() == dew::processes::ProcessKind::flow;
     const at::Tensor timestep = flow ? 1000.0 * t : t;  // diffusers' timestep: vp index, flow 1000 t
     const at::Tensor out = 0.5 * x + 0.1 * (timestep / 1000.0).view({-1, 1, 1, 1});
     const auto [alpha, sigma] = process.alpha_sigma(t);

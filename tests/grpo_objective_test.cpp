@@ -11,6 +11,7 @@
 #include "dew/data/tokenizers/byte_tokenizer.h"
 #include "dew/nn/parameters.h"
 #include "dew/objectives/grpo_objective.h"
+#include "dew/runs/engine_rollouts.h"
 #include "dew/training/checkpoint.h"
 #include "dew/training/trainer.h"
 #include "training_test_support.h"
@@ -64,6 +65,7 @@ GrpoSetup setup(std::unique_ptr<Reward> reward, std::int64_t epochs = 1, double 
                 std::uint64_t reference_seed = kModelSeed) {
   GrpoSetup s;
   s.policy = tiny_model();
+  s.rollout = dew::runs::engine_rollouts();
   if (beta > 0) s.reference = tiny_model(reference_seed);
   s.tokenizer = &bytes();
   for (std::int64_t i = 0; i < kPrompts; ++i) {

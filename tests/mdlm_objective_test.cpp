@@ -77,7 +77,7 @@ TEST(MaskedDiffusionObjective, RefusesCausalModelsAndRowsOfTheWrongLength) {
 
 TEST(MaskingSchedule, WeightsAreTheNelboWeights) {
   const auto t = at::tensor({0.0, 0.1, 0.5, 0.9}, at::kDouble);
-  md::MaskingSchedule loglinear(md::ScheduleKind::loglinear, 1e-3), cosine(md::ScheduleKind::cosine, 1e-3);
+  processes::MaskingSchedule loglinear(processes::ScheduleKind::loglinear, 1e-3), cosine(processes::ScheduleKind::cosine, 1e-3);
   auto w = loglinear.weight(t);
   EXPECT_EQ(w[0].item<double>(), 0.0);
   EXPECT_NEAR(w[2].item<double>(), 2.0, 1e-12);

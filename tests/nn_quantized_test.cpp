@@ -37,7 +37,7 @@
 #include "dew/nn/causal_transformer.h"
 #include "dew/nn/quantized/quant_kernels.h"
 #include "dew/nn/quantized/quantized_matrix.h"
-#include "dew/nn/quantized/quantized_weights.h"
+#include "dew/nn/quantized_weights.h"
 #include "test_support.h"
 
 namespace dew::nn {

@@ -13,8 +13,8 @@ namespace dew::inference {
 
 namespace {
 
-using objectives::masked_diffusion::MaskingSchedule;
-using objectives::masked_diffusion::parse_schedule;
+using processes::MaskingSchedule;
+using processes::parse_schedule;
 
 constexpr std::uint64_t kPurpose = 0x756e6d61736b6572ULL;  // "unmasker"
 // MDLM's last sampling time, where it removes the noise left (the final clean prediction).

@@ -24,7 +24,7 @@
 
 #include "dew/inference/sampling.h"
 #include "dew/nn/causal_transformer.h"
-#include "dew/objectives/masked_diffusion/masking_schedule.h"
+#include "dew/processes/masking_schedule.h"
 
 namespace dew::inference {
 

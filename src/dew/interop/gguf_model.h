@@ -28,7 +28,7 @@
 #include "dew/data/tokenizers/pretrained_tokenizer.h"
 #include "dew/formats/gguf_file.h"
 #include "dew/nn/causal_transformer.h"
-#include "dew/nn/quantized/quantized_weights.h"
+#include "dew/nn/quantized_weights.h"
 
 namespace dew::interop {
 

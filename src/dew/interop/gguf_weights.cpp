@@ -8,7 +8,7 @@
 #include "dew/formats/gguf.h"
 #include "dew/interop/gguf_model.h"
 #include "dew/nn/parameters.h"
-#include "dew/nn/quantized/quantized_weights.h"
+#include "dew/nn/quantized_weights.h"
 
 namespace dew::interop {
 namespace {

@@ -9,7 +9,6 @@
 
 #include "dew/core/config.h"
 #include "dew/core/error.h"
-#include "dew/inference/generate.h"
 #include "dew/nn/frozen_weights.h"
 #include "dew/nn/lora.h"
 #include "dew/objectives/rewards/reward_spec.h"
@@ -96,6 +95,7 @@ std::uint64_t rollout_seed(std::uint64_t seed, std::int64_t step, std::int64_t m
 GrpoObjective::GrpoObjective(GrpoSetup setup)
     : policy_(std::move(setup.policy)),
       reference_(std::move(setup.reference)),
+      rollout_(std::move(setup.rollout)),
       load_reference_(std::move(setup.load_reference)),
       reference_is_base_(setup.reference_is_base),
       tokenizer_(setup.tokenizer),
@@ -107,6 +107,7 @@ GrpoObjective::GrpoObjective(GrpoSetup setup)
   config_.GrpoConfig::validate();  // the reward specs are the kind's to check: the rewards arrive made
   if (config_.loss_chunk_tokens < 0) fail("grpo.loss_chunk_tokens must be >= 0 (0 = all at once), got ", config_.loss_chunk_tokens);
   if (!policy_) fail("GrpoObjective needs a policy model");
+  if (!rollout_) fail("GrpoObjective needs a rollout function (the run kind passes the decoding engine's)");
   if (reference_is_base_ && !nn::has_lora(*policy_)) fail("GrpoObjective: a base reference needs a policy with LoRA adapters");
   if (config_.beta > 0 && !reference_ && !load_reference_ && !reference_is_base_) fail("grpo.beta = ", config_.beta, " needs a reference model");
   if (!tokenizer_) fail("GrpoObjective needs a tokenizer to decode completions");
@@ -175,7 +176,7 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
     }
     prompts.push_back(prompts_[static_cast<std::size_t>(i)].ids);
   }
-  inference::Sampling sampling;
+  RolloutRequest sampling;
   sampling.temperature = config_.temperature;
   sampling.top_p = config_.top_p;
   sampling.max_new_tokens = config_.max_new_tokens;
@@ -185,7 +186,7 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
   using Clock = std::chrono::steady_clock;
   const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   auto started = Clock::now();
-  const inference::Generation g = inference::generate(policy_, prompts, sampling);
+  const Rollouts g = rollout_(policy_, prompts, sampling);
   const double rollout_seconds = seconds_since(started);
 
   // Completions as text for the rewards: without the stop token, as TRL decodes with skip_special_tokens.
@@ -313,11 +314,11 @@ Statistics GrpoObjective::evaluate(const data::Batch& batch) {
   const std::vector<std::int64_t> index = to_vector(batch.get("prompt_index"));
   std::vector<std::vector<std::int32_t>> prompts;
   for (auto i : index) prompts.push_back(prompts_.at(static_cast<std::size_t>(i)).ids);
-  inference::Sampling sampling;
+  RolloutRequest sampling;
   sampling.temperature = 0;  // greedy: the validation reward is a function of the weights alone
   sampling.max_new_tokens = config_.max_new_tokens;
   sampling.eos_ids = stop_ids_;
-  const inference::Generation g = inference::generate(policy_, prompts, sampling);
+  const Rollouts g = rollout_(policy_, prompts, sampling);
   std::vector<std::string> completions;
   Statistics stats;
   double length = 0;

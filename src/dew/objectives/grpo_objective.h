@@ -32,6 +32,7 @@
 #include "dew/objectives/micro_batch_index.h"
 #include "dew/objectives/objective.h"
 #include "dew/objectives/rewards/reward.h"
+#include "dew/objectives/rollout.h"
 
 namespace dew::objectives {
 
@@ -72,6 +73,7 @@ struct GrpoPrompt {
 // Everything a GrpoObjective is built from.
 struct GrpoSetup {
   nn::CausalTransformer policy{nullptr};
+  RolloutFunction rollout;  // samples the completions (the run kind passes the decoding engine's generate)
   // The frozen reference, or (when null) a function that loads it at the first rollout, so that evaluation
   // alone never loads it; neither is needed when config.beta == 0.
   nn::CausalTransformer reference{nullptr};
@@ -126,6 +128,7 @@ class GrpoObjective final : public Objective {
   void freeze_reference();
 
   nn::CausalTransformer policy_, reference_;
+  RolloutFunction rollout_;
   std::function<nn::CausalTransformer()> load_reference_;
   bool reference_is_base_ = false;
   const data::Tokenizer* tokenizer_;

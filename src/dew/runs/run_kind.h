@@ -2,7 +2,7 @@
 // The table of run kinds: one row per thing `dew train` can train (lm, sft, dpo, grpo, ...). A row says
 // what its config is, what --data takes, and how to start or open a run of it; run.json's `kind` picks the
 // row when a run is opened again. Adding an objective is adding a row (kinds/*.cpp) and listing it in
-// run_kinds.cpp; the commands (train, eval, generate, chat, export) need no change.
+// kinds/run_kinds.cpp; the commands (train, eval, generate, chat, export) need no change.
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -71,7 +71,8 @@ class TypedRunKind : public RunKind {
   std::vector<KindFlag> flags_;
 };
 
-// Every kind, in the order `dew train --help` lists them.
+// Every kind, in the order `dew train --help` lists them; defined beside the rows (kinds/run_kinds.cpp),
+// which sit above this interface in the layer order.
 const std::vector<std::unique_ptr<RunKind>>& run_kinds();
 // The row called `name`; the error names `source` (run.json, the command line) and lists the known kinds.
 const RunKind& find_run_kind(const std::string& name, const std::string& source);

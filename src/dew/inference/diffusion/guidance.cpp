@@ -7,8 +7,8 @@
 
 namespace dew::inference::diffusion {
 
-using objectives::diffusion::broadcast_over;
-using objectives::diffusion::from_prediction;
+using processes::broadcast_over;
+using processes::from_prediction;
 
 void Guidance::validate(const std::string& prefix) const {
   if (!std::isfinite(scale)) fail(prefix, ".scale = ", scale, "; use a finite number (1 = no guidance)");
@@ -38,7 +38,7 @@ Denoised guide(const Denoised& cond, const Denoised& uncond, const at::Tensor& x
   return {x0, (x_t - a * x0) / s};
 }
 
-Denoiser guided_denoiser(const NoiseProcess& process, objectives::diffusion::Prediction prediction,
+Denoiser guided_denoiser(const NoiseProcess& process, processes::Prediction prediction,
                          ConditionalModel model, at::Tensor labels, std::int64_t null_label, Guidance guidance) {
   guidance.validate();
   return [&process, prediction, model = std::move(model), labels = std::move(labels), null_label, guidance](

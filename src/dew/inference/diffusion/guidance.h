@@ -17,7 +17,7 @@
 #include <optional>
 
 #include "dew/inference/diffusion/solver.h"
-#include "dew/objectives/diffusion/prediction.h"
+#include "dew/processes/prediction.h"
 
 namespace dew::inference::diffusion {
 
@@ -54,7 +54,7 @@ using ConditionalModel = std::function<at::Tensor(const at::Tensor& x, const at:
 // The Denoiser for `model` with these labels [B] ([B] int64; `null_label` is the "no label" class the model
 // was trained with under label dropout). Where guidance is active it runs ONE forward on the batch
 // [x; x] with labels [labels; null_label] and splits it; elsewhere (and at scale 1) a forward on x alone.
-Denoiser guided_denoiser(const NoiseProcess& process, objectives::diffusion::Prediction prediction,
+Denoiser guided_denoiser(const NoiseProcess& process, processes::Prediction prediction,
                          ConditionalModel model, at::Tensor labels, std::int64_t null_label, Guidance guidance);
 
 }  // namespace dew::inference::diffusion

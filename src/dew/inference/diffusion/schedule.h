@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "dew/objectives/diffusion/noise_process.h"
+#include "dew/processes/noise_process.h"
 
 namespace dew::inference::diffusion {
 
-using objectives::diffusion::NoiseProcess;
-using objectives::diffusion::ProcessKind;
+using processes::NoiseProcess;
+using processes::ProcessKind;
 
 enum class Spacing { linspace, leading, trailing, karras };
 

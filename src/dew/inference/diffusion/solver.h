@@ -32,11 +32,11 @@
 #include <vector>
 
 #include "dew/inference/diffusion/schedule.h"
-#include "dew/objectives/diffusion/prediction.h"
+#include "dew/processes/prediction.h"
 
 namespace dew::inference::diffusion {
 
-using objectives::diffusion::Denoised;
+using processes::Denoised;
 
 // x_t: [B, ...] in the process's space; t: float32 [B] on x_t's device (every row the same time). Returns
 // the model's x0 and eps for x_t, both shaped like x_t.
@@ -78,7 +78,8 @@ class Solver {
   bool supports(ProcessKind kind) const;
 };
 
-// Every solver, in the order above.
+// Every solver, in the order above; defined beside the rows (solvers/solver_table.cpp), which sit above
+// this interface in the layer order.
 const std::vector<std::unique_ptr<Solver>>& solvers();
 // The solver called `name`; an unknown name is refused listing the known ones.
 const Solver& find_solver(const std::string& name);

@@ -9,6 +9,11 @@
 
 namespace dew::objectives::diffusion {
 
+using processes::ProcessKind;
+using processes::parse_prediction;
+using processes::parse_process;
+using processes::to_prediction;
+
 namespace {
 
 constexpr std::uint64_t kEvaluationStep = 0x6576616c75617465ULL;  // "evaluate": not a step a run reaches

@@ -28,12 +28,17 @@
 #include "dew/core/config.h"
 #include "dew/objectives/diffusion/loss_weighting.h"
 #include "dew/objectives/diffusion/model_prediction.h"
-#include "dew/objectives/diffusion/noise_process.h"
+#include "dew/processes/noise_process.h"
 #include "dew/objectives/diffusion/time_sampling.h"
 #include "dew/objectives/micro_batch_index.h"
 #include "dew/objectives/objective.h"
 
 namespace dew::objectives::diffusion {
+
+// The processes this objective trains against live below objectives and inference (processes/).
+using processes::NoiseProcess;
+using processes::NoiseProcessConfig;
+using processes::Prediction;
 
 // The "diffusion" section of a diffusion run: the noise process's fields and the objective's own.
 struct DiffusionObjectiveConfig : NoiseProcessConfig {

@@ -15,9 +15,12 @@
 
 #include <ATen/ATen.h>
 
-#include "dew/objectives/diffusion/prediction.h"
+#include "dew/processes/prediction.h"
 
 namespace dew::objectives::diffusion {
+
+// The processes this objective trains against live below objectives and inference (processes/).
+using processes::Prediction;
 
 enum class Weighting { none, min_snr, p2 };
 

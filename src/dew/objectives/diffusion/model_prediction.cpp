@@ -5,6 +5,9 @@
 
 namespace dew::objectives::diffusion {
 
+using processes::ProcessKind;
+using processes::broadcast_over;
+
 at::Tensor model_prediction(const NoiseProcess& process, Prediction prediction, const ImageModelFn& model,
                             const at::Tensor& x_t, const at::Tensor& t, const at::Tensor& labels) {
   if (process.kind() != ProcessKind::edm) return model(x_t, process.model_time(t), labels);

@@ -9,9 +9,15 @@
 
 #include <ATen/ATen.h>
 
-#include "dew/objectives/diffusion/noise_process.h"
+#include "dew/processes/noise_process.h"
 
 namespace dew::objectives::diffusion {
+
+// The processes this objective trains against live below objectives and inference (processes/).
+using processes::Denoised;
+using processes::NoiseProcess;
+using processes::Prediction;
+using processes::from_prediction;
 
 // A network: x [B, C, H, W] float, time [B] float (the process's model_time), labels [B] int64 in
 // [0, num_classes] (num_classes = no label) -> [B, C, H, W].

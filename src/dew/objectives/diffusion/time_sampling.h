@@ -12,9 +12,13 @@
 
 #include <ATen/ATen.h>
 
-#include "dew/objectives/diffusion/noise_process.h"
+#include "dew/processes/noise_process.h"
 
 namespace dew::objectives::diffusion {
+
+// The processes this objective trains against live below objectives and inference (processes/).
+using processes::NoiseProcess;
+using processes::ProcessKind;
 
 enum class TimeSampling { uniform, logit_normal, lognormal };
 

@@ -12,6 +12,8 @@
 
 namespace dew::objectives::masked_diffusion {
 
+using processes::parse_schedule;
+
 namespace {
 
 constexpr std::uint64_t kPurpose = 0x6d646c6d6d61736bULL;        // "mdlmmask"

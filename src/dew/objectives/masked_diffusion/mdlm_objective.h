@@ -16,11 +16,14 @@
 #include <string>
 
 #include "dew/nn/causal_transformer.h"
-#include "dew/objectives/masked_diffusion/masking_schedule.h"
+#include "dew/processes/masking_schedule.h"
 #include "dew/objectives/micro_batch_index.h"
 #include "dew/objectives/objective.h"
 
 namespace dew::objectives::masked_diffusion {
+
+// The processes this objective trains against live below objectives and inference (processes/).
+using processes::MaskingSchedule;
 
 // The `mdlm.*` section of a run's config.
 struct MDLMLossConfig {

@@ -45,7 +45,7 @@ class DiffusionTask final : public TypedImageTask<DiffusionRunConfig> {
     m.num_classes = train.num_classes() >= 2 ? train.num_classes() : 0;  // unlabelled images: unconditional
     m.validate();
     config_.diffusion.validate();
-    const objectives::diffusion::NoiseProcess process(config_.diffusion.process_config());
+    const processes::NoiseProcess process(config_.diffusion.process_config());
     config_.sample.validate(process.kind(), "sample");
     if (config_.preview.per_class < 0) fail("preview.per_class must be >= 0 (0 = no preview), got ", config_.preview.per_class);
   }
@@ -62,7 +62,7 @@ class DiffusionTask final : public TypedImageTask<DiffusionRunConfig> {
     const std::string shape = m.kind == "dit" ? str("DiT ", m.depth, " layers x ", m.dim, " features, patch ", m.patch_size)
                                               : str("UNet ", m.base_channels, " base channels");
     return str(shape, ", ", nn::diffusion::parameter_count(m), " parameters; ", config_.diffusion.process, " process predicting ",
-               objectives::diffusion::to_string(config_.diffusion.resolved_prediction()));
+               processes::to_string(config_.diffusion.resolved_prediction()));
   }
 
   // Training FLOPs per image: forward + backward ~ 3x the forward's.
@@ -149,7 +149,7 @@ DiffusionSampleResult sample_diffusion_run(const Run& run, const DiffusionSample
   if (request.steps) draw.sampler.steps = *request.steps;
   if (request.cfg_scale) draw.sampler.guidance.scale = *request.cfg_scale;
   if (request.eta) draw.sampler.eta = *request.eta;
-  const objectives::diffusion::NoiseProcess process(c.diffusion.process_config());
+  const processes::NoiseProcess process(c.diffusion.process_config());
   draw.sampler.validate(process.kind(), "sample");
   if (request.per_label < 1) fail("--n must be >= 1 (samples per label), got ", request.per_label);
   std::vector<std::int64_t> rows = request.labels;

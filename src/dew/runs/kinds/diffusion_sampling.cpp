@@ -15,8 +15,8 @@ namespace inf = inference::diffusion;
 // The network as the sampler sees it: (x_t, model time, labels) -> the trained prediction. EDM trains a
 // preconditioned denoiser, D = c_skip x + c_out F(c_in x, c_noise), so the wrapper applies the scalings
 // around F (edm's model time is c_noise = ln(sigma) / 4, which gives sigma back).
-inf::ConditionalModel conditional_model(const diff::NoiseProcess& process, std::shared_ptr<nn::diffusion::ImageModelImpl> model) {
-  if (process.kind() != diff::ProcessKind::edm) {
+inf::ConditionalModel conditional_model(const processes::NoiseProcess& process, std::shared_ptr<nn::diffusion::ImageModelImpl> model) {
+  if (process.kind() != processes::ProcessKind::edm) {
     return [model](const at::Tensor& x, const at::Tensor& time, const at::Tensor& labels) { return model->forward(x, time, labels); };
   }
   const double sigma_data = process.config().sigma_data;
@@ -38,7 +38,7 @@ std::vector<std::int64_t> labels_by_class(std::int64_t num_classes, std::int64_t
 at::Tensor draw_images(const std::shared_ptr<nn::diffusion::ImageModelImpl>& model,
                        const diff::DiffusionObjectiveConfig& diffusion, const ImageDrawRequest& request) {
   const auto& m = model->config();
-  const diff::NoiseProcess process(diffusion.process_config());
+  const processes::NoiseProcess process(diffusion.process_config());
   request.sampler.validate(process.kind());
   const auto device = model->parameters().front().device();
   const std::int64_t batch = std::max<std::int64_t>(1, request.batch);

@@ -10,6 +10,7 @@
 #include "dew/nn/dtype.h"
 #include "dew/nn/lora.h"
 #include "dew/objectives/rewards/reward_spec.h"
+#include "dew/runs/engine_rollouts.h"
 #include "dew/runs/loader_shard.h"
 #include "dew/runs/model_source.h"
 #include "dew/runs/tokenizer_source.h"
@@ -84,6 +85,7 @@ std::unique_ptr<objectives::Objective> GrpoTask::objective(nn::CausalTransformer
   const data::PretrainedTokenizer& tokenizer = run.tokenizer();
   objectives::GrpoSetup setup;
   setup.policy = std::move(model);
+  setup.rollout = engine_rollouts();
   setup.tokenizer = tokenizer.tokenizer.get();
   for (auto id : tokenizer.stop_ids) setup.stop_ids.push_back(id);
   for (const auto& record : records()) {

@@ -15,9 +15,9 @@
 
 #include <ATen/ATen.h>
 
-#include "dew/objectives/diffusion/prediction.h"
+#include "dew/processes/prediction.h"
 
-namespace dew::objectives::diffusion {
+namespace dew::processes {
 
 enum class ProcessKind { vp, edm, flow };
 
@@ -95,4 +95,4 @@ class NoiseProcess {
   at::Tensor log_sigmas_;       // vp: float64 [T], log(sqrt((1 - abar)/abar)), increasing
 };
 
-}  // namespace dew::objectives::diffusion
+}  // namespace dew::processes

@@ -1,8 +1,8 @@
-#include "dew/objectives/diffusion/prediction.h"
+#include "dew/processes/prediction.h"
 
 #include "dew/core/error.h"
 
-namespace dew::objectives::diffusion {
+namespace dew::processes {
 
 Prediction parse_prediction(const std::string& name) {
   if (name == "noise") return Prediction::noise;
@@ -63,4 +63,4 @@ at::Tensor to_prediction(Prediction p, const at::Tensor& x0, const at::Tensor& e
   fail("to_prediction: unknown prediction");
 }
 
-}  // namespace dew::objectives::diffusion
+}  // namespace dew::processes

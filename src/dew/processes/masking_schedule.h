@@ -10,7 +10,7 @@
 
 #include <string>
 
-namespace dew::objectives::masked_diffusion {
+namespace dew::processes {
 
 enum class ScheduleKind { loglinear, cosine };
 
@@ -31,4 +31,4 @@ class MaskingSchedule {
   double eps_;
 };
 
-}  // namespace dew::objectives::masked_diffusion
+}  // namespace dew::processes

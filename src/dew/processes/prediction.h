@@ -13,7 +13,7 @@
 
 #include <ATen/ATen.h>
 
-namespace dew::objectives::diffusion {
+namespace dew::processes {
 
 enum class Prediction { noise, sample, velocity, flow_velocity };  // "noise" | "sample" | "v" | "flow" in configs
 
@@ -36,4 +36,4 @@ at::Tensor to_prediction(Prediction p, const at::Tensor& x0, const at::Tensor& e
 // ([B] -> [B, 1, 1, 1] for images); a scalar stays a scalar.
 at::Tensor broadcast_over(const at::Tensor& a, std::int64_t rank);
 
-}  // namespace dew::objectives::diffusion
+}  // namespace dew::processes

@@ -1,4 +1,4 @@
-#include "dew/objectives/diffusion/noise_process.h"
+#include "dew/processes/noise_process.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "dew/core/error.h"
 
-namespace dew::objectives::diffusion {
+namespace dew::processes {
 
 namespace {
 
@@ -192,4 +192,4 @@ double NoiseProcess::t_min() const {
   return 0;
 }
 
-}  // namespace dew::objectives::diffusion
+}  // namespace dew::processes

@@ -1,11 +1,11 @@
-#include "dew/objectives/masked_diffusion/masking_schedule.h"
+#include "dew/processes/masking_schedule.h"
 
 #include <cmath>
 #include <numbers>
 
 #include "dew/core/error.h"
 
-namespace dew::objectives::masked_diffusion {
+namespace dew::processes {
 
 ScheduleKind parse_schedule(const std::string& name, const std::string& field) {
   if (name == "loglinear") return ScheduleKind::loglinear;
@@ -34,4 +34,4 @@ at::Tensor MaskingSchedule::weight(const at::Tensor& t) const {
   return at::where(t > 0, w, at::zeros_like(w));
 }
 
-}  // namespace dew::objectives::masked_diffusion
+}  // namespace dew::processes

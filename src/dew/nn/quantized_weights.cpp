@@ -1,4 +1,4 @@
-#include "dew/nn/quantized/quantized_weights.h"
+#include "dew/nn/quantized_weights.h"
 
 #include <set>
 

@@ -1,9 +1,9 @@
-// The table of solvers (solver.h) and `sample`.
+// What every solver shares (solver.h): finding one by name, the process check, and `sample`. The table
+// itself is defined beside its rows, in solvers/solver_table.cpp.
 #include <cmath>
 
 #include "dew/core/error.h"
 #include "dew/inference/diffusion/solver.h"
-#include "dew/inference/diffusion/solvers/solvers.h"
 
 namespace dew::inference::diffusion {
 
@@ -11,24 +11,6 @@ bool Solver::supports(ProcessKind kind) const {
   for (ProcessKind k : processes())
     if (k == kind) return true;
   return false;
-}
-
-const std::vector<std::unique_ptr<Solver>>& solvers() {
-  static const std::vector<std::unique_ptr<Solver>> table = [] {
-    std::vector<std::unique_ptr<Solver>> rows;
-    rows.push_back(make_ddpm_solver());
-    rows.push_back(make_ddim_solver());
-    rows.push_back(make_euler_solver());
-    rows.push_back(make_euler_ancestral_solver());
-    rows.push_back(make_heun_solver());
-    rows.push_back(make_dpmpp_2m_solver());
-    rows.push_back(make_dpmpp_2s_solver());
-    rows.push_back(make_unipc_solver());
-    rows.push_back(make_lms_solver());
-    rows.push_back(make_pndm_solver());
-    return rows;
-  }();
-  return table;
 }
 
 const Solver& find_solver(const std::string& name) {
@@ -43,11 +25,11 @@ const Solver& find_solver(const std::string& name) {
 void check_supports(const Solver& solver, ProcessKind kind) {
   if (solver.supports(kind)) return;
   std::string needs, alternatives;
-  for (ProcessKind k : solver.processes()) needs += str(needs.empty() ? "" : " or ", objectives::diffusion::to_string(k));
+  for (ProcessKind k : solver.processes()) needs += str(needs.empty() ? "" : " or ", processes::to_string(k));
   for (const auto& other : solvers())
     if (other->supports(kind)) alternatives += str(alternatives.empty() ? "" : ", ", other->name());
-  fail("diffusion solver \"", solver.name(), "\" does not support the ", objectives::diffusion::to_string(kind),
-       " process (it needs ", needs, "); for ", objectives::diffusion::to_string(kind), " use one of ", alternatives);
+  fail("diffusion solver \"", solver.name(), "\" does not support the ", processes::to_string(kind),
+       " process (it needs ", needs, "); for ", processes::to_string(kind), " use one of ", alternatives);
 }
 
 Denoised SolveContext::denoise(const at::Tensor& x, std::size_t i) const {
