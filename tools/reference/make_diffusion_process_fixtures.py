@@ -1,4 +1,4 @@
-"""Reference tables for dew's noise processes (src/dew/objectives/diffusion/noise_process.h), from diffusers.
+"""Reference tables for dew's noise processes (src/dew/processes/noise_process.h), from diffusers.
 
 Writes tests/fixtures/diffusion_process/process.json holding:
   ddpm_linear       DDPMScheduler(beta_schedule="linear") alphas_cumprod, for the defaults (T=1000,
