@@ -120,6 +120,13 @@ TEST(TrainCommand, BadInputGetsAClearErrorAndWritesNothing) {
   ASSERT_EQ(print.status, 0) << print.output;
   EXPECT_EQ(nlohmann::json::parse(print.output)["model"]["num_layers"], 2);
   EXPECT_FALSE(fs::exists(run));
+  // --print-config shows only what training would accept: settings that need no data are checked first.
+  for (const std::string bad : {"--set optim.name=muon", "--set trainer.batch_size=0", "--set lora.rank=-1"}) {
+    auto refused = train(bad + " --print-config");
+    EXPECT_EQ(refused.status, 1) << bad << ": " << refused.output;
+    EXPECT_EQ(refused.output.find("\"model\""), std::string::npos) << bad << ": printed a config it would refuse";
+    EXPECT_FALSE(fs::exists(run));
+  }
 
   ASSERT_EQ(train("").status, 0);
   auto changed = run_command(dew::test::dew_single_threaded("train lm --out '" + run.string() + "' --set model.num_layers=3"));
@@ -151,3 +158,25 @@ TEST(TrainCommand, BadInputGetsAClearErrorAndWritesNothing) {
   EXPECT_NE(corrupt_resume.output.find("params.safetensors"), std::string::npos) << corrupt_resume.output;
   EXPECT_FALSE(fs::exists(run / "4"));
 }
+
+namespace {
+
+// Image runs start from random weights: --init-from is offered only to the kinds that can start from a
+// trained model, so an image kind's --help does not advertise it and using it is a command-line error.
+TEST(TrainCommand, ImageKindsAreNotOfferedInitFrom) {
+  TempDir tmp;
+  for (const std::string kind : {"diffusion", "classifier", "jepa"}) {
+    auto help = run_command(dew::test::dew_single_threaded("train " + kind + " --help"));
+    EXPECT_EQ(help.status, 0) << help.output;
+    EXPECT_EQ(help.output.find("--init-from"), std::string::npos) << kind << ": " << help.output;
+    auto used = run_command(dew::test::dew_single_threaded("train " + kind + " --data x --out '" + (tmp / kind).string() +
+                                                           "' --init-from y"));
+    EXPECT_EQ(used.status, 1) << kind << ": " << used.output;
+    EXPECT_NE(used.output.find("--init-from"), std::string::npos) << kind << ": " << used.output;
+    EXPECT_FALSE(fs::exists(tmp / kind));
+  }
+  auto lm_help = run_command(dew::test::dew_single_threaded("train lm --help"));
+  EXPECT_NE(lm_help.output.find("--init-from"), std::string::npos) << lm_help.output;
+}
+
+}  // namespace

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "dew/cli/commands.h"
-#include "dew/cli/torch_threads.h"
+#include "dew/distributed/torch_threads.h"
 #include "dew/core/error.h"
 #include "dew/core/interrupt.h"
 #include "dew/runs/run.h"
@@ -42,7 +42,7 @@ void add_eval_command(CLI::App& app) {
     if (flags->samples && *flags->samples < 0) fail("--samples must be >= 0 (0 = none), got ", *flags->samples);
     if (flags->sample_steps && *flags->sample_steps < 1) fail("--sample-steps must be >= 1, got ", *flags->sample_steps);
     exit_on_interrupt();  // reads only: Ctrl-C ends it at once
-    use_available_threads();
+    distributed::use_available_threads();
     auto run = runs::open_run(flags->run_dir);
     std::filesystem::path checkpoint;
     auto stats = run->evaluate({.live = flags->live, .step = flags->step, .max_batches = flags->batches, .device = flags->device,

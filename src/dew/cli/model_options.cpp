@@ -1,6 +1,6 @@
 #include "dew/cli/model_options.h"
 
-#include "dew/cli/torch_threads.h"
+#include "dew/distributed/torch_threads.h"
 
 namespace dew::cli {
 
@@ -19,7 +19,7 @@ void add_model_options(CLI::App* cmd, ModelFlags& flags, bool with_device, bool 
 }
 
 runs::LoadedModel load_model(const ModelFlags& flags) {
-  use_available_threads();
+  distributed::use_available_threads();
   return runs::load_model_source(flags.model, {.live = flags.live,
                                               .step = flags.step,
                                               .device = flags.device,

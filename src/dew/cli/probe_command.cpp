@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dew/cli/commands.h"
-#include "dew/cli/torch_threads.h"
+#include "dew/distributed/torch_threads.h"
 #include "dew/core/interrupt.h"
 #include "dew/runs/kinds/jepa_kind.h"
 
@@ -33,7 +33,7 @@ void add_probe_command(CLI::App& app) {
   cmd->add_flag("--json", *json, "print one JSON object");
   cmd->callback([request, run_dir, json] {
     exit_on_interrupt();
-    use_available_threads();
+    distributed::use_available_threads();
     auto run = runs::open_run(*run_dir);
     const auto r = runs::probe_jepa_run(*run, *request);
     if (*json) {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "dew/cli/commands.h"
-#include "dew/cli/torch_threads.h"
+#include "dew/distributed/torch_threads.h"
 #include "dew/core/error.h"
 #include "dew/core/interrupt.h"
 #include "dew/runs/kinds/diffusion_kind.h"
@@ -69,7 +69,7 @@ void add_sample_command(CLI::App& app) {
 
   cmd->callback([flags] {
     exit_on_interrupt();  // the outputs are written atomically at the end: Ctrl-C leaves nothing half-written
-    use_available_threads();
+    distributed::use_available_threads();
     runs::DiffusionSampleRequest request;
     request.grid = flags->out;
     if (!flags->images.empty()) request.images_dir = flags->images;

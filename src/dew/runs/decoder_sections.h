@@ -43,6 +43,14 @@ struct DecoderSections {
     v("trainer", trainer);
   }
 
+  // The settings that can be checked without the data or the model it starts from (`--print-config`
+  // refuses what training would). A kind with sections of its own hides this with one that adds them.
+  void validate_settings() const {
+    if (lora.rank != 0) lora.validate();
+    optim.validate();
+    trainer.validate();
+  }
+
   // What post-training kinds (sft, dpo, grpo) start from: TRL's learning rate for the kind, no weight decay,
   // and no EMA copy (a short fine-tune's EMA would lag far behind; TRL keeps none).
   void use_post_training_defaults(double learning_rate) {

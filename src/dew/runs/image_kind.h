@@ -15,6 +15,8 @@ class ImageKind final : public TypedRunKind<Config> {
  public:
   using TypedRunKind<Config>::TypedRunKind;
 
+  // Image runs start from random weights; there is no init section for --init-from to set.
+  bool takes_init_from() const override { return false; }
   const char* data_help() const override {
     return "IDX images file or directory (the MNIST family, e.g. /usr/share/datasets/fashion-mnist), or a directory of "
            "PNG/JPEG images in one subdirectory per class";

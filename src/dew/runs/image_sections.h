@@ -49,6 +49,12 @@ struct ImageSections {
     v("optim", optim);
     v("trainer", trainer);
   }
+
+  // The settings that can be checked without the images (`--print-config` refuses what training would).
+  void validate_settings() const {
+    optim.validate();
+    trainer.validate();
+  }
 };
 
 }  // namespace dew::runs

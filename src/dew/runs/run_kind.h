@@ -30,6 +30,9 @@ class RunKind {
   virtual const char* name() const = 0;       // `dew train NAME`, run.json's kind
   virtual const char* summary() const = 0;    // the help line of `dew train NAME`
   virtual const char* data_help() const = 0;  // what --data takes
+  // Whether a run can start from a trained model (--init-from, init.from): the decoder kinds can; image
+  // kinds have no init section and are not offered the flag.
+  virtual bool takes_init_from() const { return true; }
   // Whether a run needs --init-from (post-training starts from a trained model).
   virtual bool needs_init_from() const { return false; }
   // Flags beyond the shared ones (--data, --out, --init-from, --config, --set).
@@ -40,6 +43,10 @@ class RunKind {
   // file, then each override ("a.b=v"). Types and field names are checked here.
   virtual config::Json load_config(const config::Json& stored, const std::optional<std::filesystem::path>& file,
                                    const std::vector<std::string>& overrides) const = 0;
+  // Refuses settings training would refuse, where that needs neither the data nor the starting model
+  // (optimizer, trainer, LoRA and the kind's own sections): `--print-config` never shows a config that
+  // `dew train` then rejects.
+  virtual void validate_settings(const config::Json& config) const = 0;
   // Starts a fresh run in `run_dir`, or resumes the run there (then only trainer.* may differ).
   virtual std::unique_ptr<Run> start(const std::filesystem::path& run_dir, const config::Json& config) const = 0;
   // Opens a run whose run.json is `file` (for evaluation and generation).
@@ -59,6 +66,10 @@ class TypedRunKind : public RunKind {
   const char* summary() const override { return summary_; }
   std::vector<KindFlag> flags() const override { return flags_; }
   std::string config_help() const override { return config::describe<Config>(); }
+
+  void validate_settings(const config::Json& config) const override {
+    typed_config<Config>(config, "the config").validate_settings();
+  }
 
   config::Json load_config(const config::Json& stored, const std::optional<std::filesystem::path>& file,
                            const std::vector<std::string>& overrides) const override {

@@ -36,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <c10/core/Device.h>
@@ -44,6 +45,7 @@
 #include "dew/distributed/gradient_buckets.h"
 #include "dew/distributed/process_group.h"
 #include "dew/objectives/objective.h"
+#include "dew/training/checkpoint.h"
 #include "dew/training/ema.h"
 #include "dew/training/optim_config.h"
 #include "dew/training/optimizer.h"
@@ -97,12 +99,28 @@ class Trainer {
   const OptimConfig& optim() const { return optim_; }
 
  private:
+  // fit() in the order it runs them, each a screen or less: open the checkpoint, place the parameters,
+  // restore, announce, train the steps (each logged and checkpointed on its cadence), finish.
   struct StepOutcome;
-  StepOutcome train_step(data::BatchSource& train, std::int64_t step, const StopSignals& stop);
+  struct FitSession;
+  std::optional<Checkpoint> open_latest_checkpoint() const;  // validated before anything changes
+  std::int64_t place_parameters(bool fresh);                  // returns the count of trained parameters
   void share_leader_weights();
+  double peak_flops();
+  std::int64_t restore(const Checkpoint& checkpoint, data::BatchSource& train, std::map<std::string, double>* last_metrics);
+  void restore_weights(const Checkpoint& checkpoint);
+  void restore_objective_state(const Checkpoint& checkpoint);
+  std::int64_t restore_position(const Checkpoint& checkpoint, data::BatchSource& train, std::map<std::string, double>* last_metrics);
+  std::string start_line(std::int64_t step, std::int64_t parameter_count, const FitSession& session) const;
+  std::int64_t train_steps(FitSession& session, data::BatchSource& train, data::BatchSource* val, std::int64_t step, FitResult& result);
+  StepOutcome run_step(FitSession& session, data::BatchSource& train, std::int64_t step);  // traced when trainer.trace_step says
+  StepOutcome train_step(data::BatchSource& train, std::int64_t step, const StopSignals& stop);
+  void report_start_up(FitSession& session, const StepOutcome& first);
+  void log_window(FitSession& session, std::int64_t step, const StepOutcome& last, data::BatchSource* val, FitResult& result);
+  void checkpoint_step(std::int64_t step, std::int64_t data_position, FitResult& result);
   std::filesystem::path write_checkpoint(std::int64_t step, std::int64_t data_position,
                                          const std::map<std::string, double>& metrics);
-  void draw_plots() const;
+  void finish(FitSession& session, FitResult& result);
 
   objectives::Objective& objective_;
   OptimConfig optim_;

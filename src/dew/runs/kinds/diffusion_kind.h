@@ -49,6 +49,10 @@ struct DiffusionRunConfig : ImageSections {
       v("preview", preview);
     });
   }
+  void validate_settings() const {
+    ImageSections::validate_settings();
+    diffusion.validate();
+  }
 };
 
 std::unique_ptr<RunKind> make_diffusion_kind();

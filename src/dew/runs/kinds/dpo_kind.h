@@ -47,6 +47,10 @@ struct DpoRunConfig : DecoderSections {
       v("loss_chunk_tokens", loss_chunk_tokens, "compute logits this many tokens at a time (bounds memory); 0 = all");
     });
   }
+  void validate_settings() const {
+    DecoderSections::validate_settings();
+    dpo.validate();
+  }
 };
 
 class DpoTask final : public TypedDecoderTask<DpoRunConfig> {

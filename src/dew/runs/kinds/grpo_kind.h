@@ -48,6 +48,10 @@ struct GrpoRunConfig : DecoderSections {
       v("grpo", grpo);
     });
   }
+  void validate_settings() const {
+    DecoderSections::validate_settings();
+    grpo.validate();
+  }
 };
 
 class GrpoTask final : public TypedDecoderTask<GrpoRunConfig> {

@@ -58,6 +58,10 @@ struct JepaRunConfig : ImageSections {
       v("jepa", jepa);
     });
   }
+  void validate_settings() const {
+    ImageSections::validate_settings();
+    jepa.validate();
+  }
 };
 
 std::unique_ptr<RunKind> make_jepa_kind();

@@ -33,6 +33,10 @@ struct MDLMRunConfig : DecoderSections {
   }
 
   objectives::masked_diffusion::MDLMObjectiveConfig objective_config() const { return {.seq_len = data.seq_len, .loss = mdlm}; }
+  void validate_settings() const {
+    DecoderSections::validate_settings();
+    mdlm.validate();
+  }
 };
 
 class MDLMTask final : public TypedDecoderTask<MDLMRunConfig> {

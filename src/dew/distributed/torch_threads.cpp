@@ -1,4 +1,4 @@
-#include "dew/cli/torch_threads.h"
+#include "dew/distributed/torch_threads.h"
 
 #include <ATen/Parallel.h>
 
@@ -8,7 +8,7 @@
 #include "dew/core/threads.h"
 #include "dew/distributed/process_place.h"
 
-namespace dew::cli {
+namespace dew::distributed {
 
 void use_available_threads() {
   int threads = available_threads();
@@ -20,4 +20,4 @@ void use_available_threads() {
   at::set_num_threads(threads);
 }
 
-}  // namespace dew::cli
+}  // namespace dew::distributed
