@@ -109,14 +109,22 @@ TEST(CausalTransformer, CachedDecodingEqualsFullForward) {
   auto ids = at::tensor({4, 8, 15, 16, 23, 42, 7, 1, 9, 9, 3, 60, 2, 11, 5, 30}, at::kLong).view({2, 8});
   auto full = model->forward({ids});
   auto cache = dew::nn::KVCache::allocate(model->config(), 2, 8, at::kFloat, at::kCPU);
-  auto prefill = model->forward({ids.narrow(1, 0, 5), {}, {}, &cache});
+  // Slots by position: each call names its tokens' positions and the span of slots it attends over.
+  auto positions = [](std::int64_t first, std::int64_t count) {
+    return at::arange(first, first + count, at::kLong).unsqueeze(0).expand({2, count});
+  };
+  cache.span = 5;
+  auto prefill = model->forward({ids.narrow(1, 0, 5), positions(0, 5), {}, &cache});
   EXPECT_LT(max_abs_diff(prefill, full.narrow(1, 0, 5)), 1e-5);
   for (int t = 5; t < 8; ++t) {
-    auto step = model->forward({ids.narrow(1, t, 1), {}, {}, &cache});
+    cache.span = t + 1;
+    auto step = model->forward({ids.narrow(1, t, 1), positions(t, 1), {}, &cache});
     EXPECT_LT(max_abs_diff(step, full.narrow(1, t, 1)), 1e-5) << "step " << t;
   }
-  EXPECT_EQ(cache.length, 8);
-  EXPECT_THROW(model->forward({ids.narrow(1, 0, 1), {}, {}, &cache}), dew::Error);  // full
+  cache.span = 9;
+  EXPECT_THROW(model->forward({ids.narrow(1, 0, 1), positions(8, 1), {}, &cache}), dew::Error);  // past the capacity
+  cache.span = 8;
+  EXPECT_THROW(model->forward({ids.narrow(1, 0, 1), {}, {}, &cache}), dew::Error);  // no positions to name the slots
 }
 
 TEST(CausalTransformer, InitIsDeterministicAndConfigIsValidated) {

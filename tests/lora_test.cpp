@@ -290,9 +290,13 @@ TEST(Lora, KVCacheDecodeApplies) {
   auto full = logits_of(model, ids);
   auto cache = dew::nn::KVCache::allocate(model->config(), 1, S, at::kFloat, at::kCPU);
   at::NoGradGuard no_grad;
-  model->forward({ids.narrow(1, 0, S - 2), {}, {}, &cache});
-  auto step1 = model->forward({ids.narrow(1, S - 2, 1), {}, {}, &cache});
-  auto step2 = model->forward({ids.narrow(1, S - 1, 1), {}, {}, &cache});
+  auto positions = [](std::int64_t first, std::int64_t count) { return at::arange(first, first + count, at::kLong).unsqueeze(0); };
+  cache.span = S - 2;
+  model->forward({ids.narrow(1, 0, S - 2), positions(0, S - 2), {}, &cache});
+  cache.span = S - 1;
+  auto step1 = model->forward({ids.narrow(1, S - 2, 1), positions(S - 2, 1), {}, &cache});
+  cache.span = S;
+  auto step2 = model->forward({ids.narrow(1, S - 1, 1), positions(S - 1, 1), {}, &cache});
   auto decoded = at::cat({step1, step2}, 1);
   EXPECT_LE(max_diff(decoded, full.narrow(1, S - 2, 2)), fp32_tolerance(full));
   auto expected = reference_logits("adapted").narrow(0, 0, 1).narrow(1, S - 2, 2);

@@ -2,7 +2,7 @@
 // Progress for long work: a redrawn bar when the stream is a terminal, plain periodic lines when it is not
 // (logs and CI capture those without control characters). Safe to advance from several threads. Log lines
 // printed through line() appear above the bar. The one progress display of every command: tokenizing,
-// training (steps, with the loss as its status), and later work.
+// training (steps, with the loss as its status), and any other long job.
 #include <atomic>
 #include <chrono>
 #include <cstdint>

@@ -192,17 +192,6 @@ void dequant_q3_k(const std::uint8_t* b, std::int64_t n, float* out, const float
   }
 }
 
-// The 12 bytes of eight 6-bit scales and eight 6-bit mins that Q4_K and Q5_K share.
-void k_scale_min(const std::uint8_t* s, int i, int& scale, int& min) {
-  if (i < 4) {
-    scale = s[i] & 63;
-    min = s[i + 4] & 63;
-  } else {
-    scale = (s[i + 4] & 0x0f) | ((s[i - 4] >> 6) << 4);
-    min = (s[i + 4] >> 4) | ((s[i] >> 6) << 4);
-  }
-}
-
 // Q4_K: half d, half dmin, 12 scale bytes, 128 bytes of nibbles; sub-block 2c (low nibbles of bytes
 // 32c..32c+31) and 2c+1 (their high nibbles) of 32 elements each; value (d*scale) * q - (dmin*min).
 void dequant_q4_k(const std::uint8_t* b, std::int64_t n, float* out, const float* half) {

@@ -13,7 +13,6 @@ SlotCache::SlotCache(const nn::CausalTransformerConfig& config, std::int64_t row
       tokens_(static_cast<std::size_t>(rows)),
       front_views_(static_cast<std::size_t>(rows)),
       row_views_(static_cast<std::size_t>(rows)) {
-  cache_.slots_by_position = true;
 }
 
 nn::KVCache& SlotCache::view(std::int64_t first, std::int64_t count, std::int64_t span) {

@@ -62,18 +62,10 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const AttentionCall& call
   k = apply_rotary(k.transpose(1, 2), *call.angles);
   if (call.cache) {
     auto& cache = *call.cache;
-    if (cache.slots_by_position) {
-      cache.keys[call.layer].scatter_(2, call.cache_slots, k);
-      cache.values[call.layer].scatter_(2, call.cache_slots, v);
-      k = cache.keys[call.layer].narrow(2, 0, cache.span);
-      v = cache.values[call.layer].narrow(2, 0, cache.span);
-    } else {
-      auto start = cache.length;
-      cache.keys[call.layer].narrow(2, start, S).copy_(k);
-      cache.values[call.layer].narrow(2, start, S).copy_(v);
-      k = cache.keys[call.layer].narrow(2, 0, start + S);
-      v = cache.values[call.layer].narrow(2, 0, start + S);
-    }
+    cache.keys[call.layer].scatter_(2, call.cache_slots, k);
+    cache.values[call.layer].scatter_(2, call.cache_slots, v);
+    k = cache.keys[call.layer].narrow(2, 0, cache.span);
+    v = cache.values[call.layer].narrow(2, 0, cache.span);
   }
   at::Tensor out;
   if (logit_softcap > 0) {

@@ -17,7 +17,7 @@ struct AttentionCall {
   bool is_causal = false;  // no mask: plain causal over the S queries themselves
   KVCache* cache = nullptr;
   std::int64_t layer = 0;
-  // Per-row cache mode (KVCache::slots_by_position): the slot of each of the call's keys and values,
+  // With a cache: the slot of each of the call's keys and values (kv_cache.h),
   // [B, kv_heads, S, head_dim] int64 (an expanded view of the positions), for scatter_.
   at::Tensor cache_slots;
 };

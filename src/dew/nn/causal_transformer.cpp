@@ -118,11 +118,7 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
   auto B = in.ids.size(0), S = in.ids.size(1);
   auto device = in.ids.device();
   auto longs = at::TensorOptions().dtype(at::kLong).device(device);
-  const bool by_position = in.cache && in.cache->slots_by_position;
-  std::int64_t first_slot = in.cache && !by_position ? in.cache->length : 0;
-  if (in.cache && !by_position && first_slot + S > in.cache->capacity()) {
-    dew::fail("the KV cache holds ", in.cache->capacity(), " tokens; ", first_slot, " are used and ", S, " more do not fit");
-  }
+  const bool by_position = in.cache != nullptr;
   if (by_position) {
     // The caller knows each row's length; the positions name the slots, so they are required.
     if (!in.positions.defined()) dew::fail("a KV cache with slots by position needs the call's positions");
@@ -137,7 +133,7 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
                 in.attention_mask.sizes());
     }
   }
-  auto positions = in.positions.defined() ? in.positions : (at::arange(S, longs) + first_slot).unsqueeze(0).expand({B, S});
+  auto positions = in.positions.defined() ? in.positions : at::arange(S, longs).unsqueeze(0).expand({B, S});
   if (!in.cache && S > config_.max_seq_len) {
     dew::fail("the sequence has ", S, " tokens but the model's max_seq_len is ", config_.max_seq_len);
   }
@@ -176,13 +172,6 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
                    0, config_.causal};
     mask_inputs.query_slots = positions;
     cache_slots = positions.view({B, 1, S, 1}).expand({B, config_.resolved_kv_heads(), S, config_.resolved_head_dim()});
-  } else if (in.cache) {
-    auto& cache = *in.cache;
-    auto segments = in.segment_ids.defined() ? in.segment_ids : at::ones({B, S}, longs);
-    cache.positions.narrow(1, first_slot, S).copy_(positions);
-    cache.segments.narrow(1, first_slot, S).copy_(segments);
-    mask_inputs = {positions, segments, cache.positions.narrow(1, 0, first_slot + S),
-                   cache.segments.narrow(1, 0, first_slot + S), first_slot, config_.causal};
   } else if (!plain) {
     auto segments = in.segment_ids.defined() ? in.segment_ids : at::ones({B, S}, longs);
     mask_inputs = {positions, segments, positions, segments, 0, config_.causal};
@@ -228,7 +217,6 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
       x = block->forward(x, call);
     }
   }
-  if (in.cache && !by_position) in.cache->length += S;
   return model->norm->forward(x).to(compute_dtype_);
 }
 

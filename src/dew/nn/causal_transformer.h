@@ -15,9 +15,9 @@ namespace dew::nn {
 // What one forward pass reads. Only ids is required.
 struct DecoderInputs {
   at::Tensor ids;          // [B, S] int64
-  at::Tensor positions;    // [B, S] int64; default 0..S-1 (after the cache's filled slots when decoding)
+  at::Tensor positions;    // [B, S] int64; default 0..S-1; required with a cache (they name its slots)
   at::Tensor segment_ids;  // [B, S] int64; 0 = padding; tokens attend only within their segment
-  KVCache* cache = nullptr;  // append this call's keys/values and attend over the whole cache
+  KVCache* cache = nullptr;  // write this call's keys/values at their positions, attend over slots [0, span)
   // [B, 1, S, S] bool, optional (no cache, no segment_ids): which keys each query attends to, replacing the
   // causal rule, for layouts segments cannot say (DPO's shared prompt: two completions after one prompt).
   // Sliding-window layers still apply their window on top. Every row must allow at least its own slot.

@@ -22,8 +22,6 @@ KVCache KVCache::rows(std::int64_t first, std::int64_t count) const {
   for (const auto& v : values) view.values.push_back(v.narrow(0, first, count));
   view.positions = positions.narrow(0, first, count);
   view.segments = segments.narrow(0, first, count);
-  view.length = length;
-  view.slots_by_position = slots_by_position;
   view.span = span;
   return view;
 }

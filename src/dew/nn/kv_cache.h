@@ -2,13 +2,11 @@
 // Keys and values of earlier tokens, per layer, for prefill-then-decode generation. Each slot also records
 // the token's position and segment (0 = empty or padding), which is what the attention mask is built from.
 //
-// Two ways to fill it:
-//   shared length (the default): every row of the batch appends at `length`, so the rows of one call
-//     share their slots (left padding keeps shorter prompts aligned);
-//   slots by position (the step engine, inference/engine.h): row b's slot j holds its token at position j.
-//     A call writes each token into the slot its position names, so rows of different lengths decode
-//     together, each at its own length, and attends over slots [0, span). Slots past a row's own length
-//     hold nothing it may see: causality (key slot <= query position) hides them.
+// Slots by position (the step engine, inference/engine.h): row b's slot j holds its token at position j.
+// A call writes each token into the slot its position names (so a call with a cache passes its positions),
+// rows of different lengths decode together, each at its own length, and the call attends over slots
+// [0, span), span set by the caller. Slots past a row's own length hold nothing it may see: causality
+// (key slot <= query position) hides them.
 #include <ATen/ATen.h>
 
 #include <vector>
@@ -21,10 +19,7 @@ struct KVCache {
   std::vector<at::Tensor> keys, values;  // per layer [B, kv_heads, capacity, head_dim]
   at::Tensor positions;                  // [B, capacity] int64
   at::Tensor segments;                   // [B, capacity] int64
-  std::int64_t length = 0;               // slots filled (shared-length mode)
-
-  bool slots_by_position = false;        // the per-row mode above
-  std::int64_t span = 0;                 // per-row mode: 1 + the largest position of the next call, set by the caller
+  std::int64_t span = 0;                 // 1 + the largest position of the next call, set by the caller
 
   std::int64_t capacity() const { return positions.defined() ? positions.size(1) : 0; }
 

@@ -4,7 +4,7 @@
 // (optimizer, schedule, precision, EMA, accumulation, checkpoints, logging).
 //
 // Losses are sums with their counts: the trainer backpropagates each micro-batch's sum and divides the
-// accumulated gradient by the total count, so accumulated and (later) distributed steps equal one step
+// accumulated gradient by the total count, so accumulated and distributed steps equal one step
 // on the concatenated batch exactly.
 #include <torch/nn/module.h>
 

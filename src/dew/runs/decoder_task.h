@@ -1,5 +1,5 @@
 #pragma once
-// What one decoder kind (lm, sft, dpo, grpo) adds to the life cycle every decoder run shares
+// What one decoder kind (lm, sft, dpo, grpo, mdlm) adds to the life cycle every decoder run shares
 // (decoder_run.h): its config beyond the shared sections, its data, its objective. The shared part handles
 // the run directory, run.json, resuming, fine-tuning from init.from, the tokenizer, checkpoints, devices and
 // memory checks, and evaluation; a task only answers the questions below.

@@ -1,5 +1,5 @@
 #pragma once
-// What an image run kind (diffusion, classifier, later JEPA) adds to the shared image-run life cycle
+// What an image run kind (diffusion, classifier, jepa) adds to the shared image-run life cycle
 // (image_run.h): its config, its model and objective, and what it does at evaluations. A row of the run-kind
 // table made from a task by image_kind.h.
 #include <cstdint>

@@ -18,7 +18,7 @@
 namespace dew::runs {
 
 struct RunFile {
-  std::string kind;       // "lm", later "sft", "dpo", ...
+  std::string kind;       // a row of the run-kind table: "lm", "sft", "dpo", "grpo", "mdlm", "diffusion", ...
   std::string tokenizer;  // load_tokenizer spec relative to the run directory; "byte" for the byte tokenizer
   config::Json config;    // the kind's whole config
   std::string tokenizer_sha256;  // the tokenizer's fingerprint (tokenizer_fingerprint.h); empty in older runs

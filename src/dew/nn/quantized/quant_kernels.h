@@ -13,6 +13,8 @@
 // instantiations a non-AVX caller could pick up.
 #include <cstdint>
 
+#include "dew/formats/gguf_quants.h"
+
 namespace dew::nn::quant {
 
 // One activation row in 8-bit blocks, structure of arrays. Sizes: q[cols], d[blocks], dsum[blocks] for
@@ -51,16 +53,8 @@ const KernelTable& scalar_kernels();
 const KernelTable* avx2_kernels();    // null when not compiled for x86-64
 const KernelTable* avx512_kernels();  // AVX-512 F/BW/VL/DQ + VNNI (+ BF16 where present)
 
-// The 6-bit scale and minimum of Q4_K sub-block i (0..7) from its 12 scale bytes, as ggml's get_scale_min_k4.
-inline void q4k_scale_min(const std::uint8_t* s, int i, int& scale, int& min) {
-  if (i < 4) {
-    scale = s[i] & 63;
-    min = s[i + 4] & 63;
-  } else {
-    scale = (s[i + 4] & 0x0f) | ((s[i - 4] >> 6) << 4);
-    min = (s[i + 4] >> 4) | ((s[i] >> 6) << 4);
-  }
-}
+// The 6-bit scale and minimum of Q4_K sub-block i (0..7): the format's own helper.
+using formats::k_scale_min;
 
 // IEEE half -> float without a table (exact).
 inline float half_bits_to_float(std::uint16_t h) {

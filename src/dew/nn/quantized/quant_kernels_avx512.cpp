@@ -153,7 +153,7 @@ DEW_AVX512 void dot_q4_k(const std::uint8_t* w, std::int64_t row_bytes, std::int
     float acc_min = 0.0f;
     for (std::int64_t k = 0; k < blocks; ++k, b += 144) {
       int scale[8], min[8];
-      for (int sub = 0; sub < 8; ++sub) q4k_scale_min(b + 4, sub, scale[sub], min[sub]);
+      for (int sub = 0; sub < 8; ++sub) k_scale_min(b + 4, sub, scale[sub], min[sub]);
       const std::int8_t* qx = x.q + 256 * k;
       __m512i isum = _mm512_setzero_si512();
       for (int g = 0; g < 4; ++g) {

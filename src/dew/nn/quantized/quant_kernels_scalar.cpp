@@ -54,7 +54,7 @@ void dot_q4_k(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows
       std::int32_t isum = 0, msum = 0;
       for (int sub = 0; sub < 8; ++sub) {
         int scale, min;
-        q4k_scale_min(b + 4, sub, scale, min);
+        k_scale_min(b + 4, sub, scale, min);
         const std::uint8_t* q = qs + 32 * (sub / 2);
         const int shift = 4 * (sub % 2);
         std::int32_t s = 0;
