@@ -10,7 +10,7 @@
 #include "dew/cli/commands.h"
 #include "dew/distributed/torch_threads.h"
 #include "dew/core/interrupt.h"
-#include "dew/runs/kinds/jepa_kind.h"
+#include "dew/runs/run_kind.h"
 
 namespace dew::cli {
 
@@ -35,7 +35,7 @@ void add_probe_command(CLI::App& app) {
     exit_on_interrupt();
     distributed::use_available_threads();
     auto run = runs::open_run(*run_dir);
-    const auto r = runs::probe_jepa_run(*run, *request);
+    const auto r = run->probe(*request);
     if (*json) {
       nlohmann::ordered_json j;
       j["method"] = r.method;

@@ -13,7 +13,7 @@
 #include "dew/distributed/torch_threads.h"
 #include "dew/core/error.h"
 #include "dew/core/interrupt.h"
-#include "dew/runs/kinds/diffusion_kind.h"
+#include "dew/runs/run_kind.h"
 
 namespace dew::cli {
 
@@ -70,7 +70,7 @@ void add_sample_command(CLI::App& app) {
   cmd->callback([flags] {
     exit_on_interrupt();  // the outputs are written atomically at the end: Ctrl-C leaves nothing half-written
     distributed::use_available_threads();
-    runs::DiffusionSampleRequest request;
+    runs::SampleRequest request;
     request.grid = flags->out;
     if (!flags->images.empty()) request.images_dir = flags->images;
     request.labels = parse_labels(flags->labels);
@@ -86,7 +86,7 @@ void add_sample_command(CLI::App& app) {
     request.device = flags->device;
     const auto start = std::chrono::steady_clock::now();
     auto run = runs::open_run(flags->run_dir);
-    const auto result = runs::sample_diffusion_run(*run, request);
+    const auto result = run->sample(request);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("%lld images (%s) from checkpoint '%s' in %.1f s -> '%s'%s\n", static_cast<long long>(result.images),
                 result.sampler.c_str(), result.checkpoint.c_str(), seconds, flags->out.c_str(),

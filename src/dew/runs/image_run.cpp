@@ -192,4 +192,14 @@ LoadedModel ImageRun::load_decoder(const ModelLoadOptions&) const {
        kind() == std::string("diffusion") ? "; draw images with `dew sample RUN --out grid.png`" : "");
 }
 
+SampleResult ImageRun::sample(const SampleRequest& request) const {
+  if (auto answered = task_->sample(*this, request)) return *answered;
+  return Run::sample(request);
+}
+
+ProbeResult ImageRun::probe(const ProbeRequest& request) const {
+  if (auto answered = task_->probe(*this, request)) return *answered;
+  return Run::probe(request);
+}
+
 }  // namespace dew::runs

@@ -35,6 +35,8 @@ class ImageRun final : public Run {
   std::string validation_unit() const override { return "images"; }
   const training::TrainerConfig& trainer_config() const override { return task_->sections().trainer; }
   LoadedModel load_decoder(const ModelLoadOptions& options) const override;
+  SampleResult sample(const SampleRequest& request) const override;
+  ProbeResult probe(const ProbeRequest& request) const override;
 
   // The model with a checkpoint's weights (the newest, or `step`; EMA unless `live`), on trainer.device or
   // `device`, in eval mode; the step directory read goes to `loaded`.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <torch/nn/module.h>
@@ -14,9 +15,12 @@
 #include "dew/objectives/objective.h"
 #include "dew/runs/image_sections.h"
 #include "dew/runs/run.h"
+#include "dew/runs/run_verbs.h"
 #include "dew/runs/typed_task.h"
 
 namespace dew::runs {
+
+class ImageRun;
 
 class ImageTask {
  public:
@@ -48,6 +52,10 @@ class ImageTask {
                                                 const EvalOptions& options, std::vector<std::string>* notes) const {
     return {};
   }
+  // The optional verbs (run_verbs.h) a kind answers, with the run's data and checkpoints; nullopt = this
+  // kind does not, and the run's default refusal speaks.
+  virtual std::optional<SampleResult> sample(const ImageRun& run, const SampleRequest& request) const { return std::nullopt; }
+  virtual std::optional<ProbeResult> probe(const ImageRun& run, const ProbeRequest& request) const { return std::nullopt; }
 };
 
 // An ImageTask over a typed Config (typed_task.h).

@@ -10,6 +10,7 @@
 
 #include "dew/objectives/statistics.h"
 #include "dew/runs/model_source.h"
+#include "dew/runs/run_verbs.h"
 #include "dew/training/trainer.h"
 
 namespace dew::runs {
@@ -46,6 +47,10 @@ class Run {
   virtual const training::TrainerConfig& trainer_config() const = 0;
   // The trained decoder with its tokenizer, for generation, chat and export; kinds without one refuse.
   virtual LoadedModel load_decoder(const ModelLoadOptions& options) const = 0;
+
+  // Optional verbs (run_verbs.h). These defaults refuse, naming the run's kind and the kind that answers.
+  virtual SampleResult sample(const SampleRequest& request) const;  // `dew sample`: diffusion runs
+  virtual ProbeResult probe(const ProbeRequest& request) const;     // `dew probe`: jepa runs
 
  protected:
   Run(std::filesystem::path dir, std::string kind, bool resumed)

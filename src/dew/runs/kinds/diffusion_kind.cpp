@@ -67,6 +67,8 @@ class DiffusionTask final : public TypedImageTask<DiffusionRunConfig> {
 
   // Training FLOPs per image: forward + backward ~ 3x the forward's.
   double flops_per_image() const override { return 3 * nn::diffusion::image_model_flops(config_.model); }
+  // `dew sample`: the run's sample section, overridden by the request, into a labelled grid.
+  std::optional<SampleResult> sample(const ImageRun& run, const SampleRequest& request) const override;
 
   void after_evaluation(torch::nn::Module& model, const data::images::ImageSet& train, const fs::path& run_dir,
                         std::int64_t step, std::FILE* out) const override {
@@ -132,14 +134,10 @@ class DiffusionTask final : public TypedImageTask<DiffusionRunConfig> {
 
 }  // namespace
 
-DiffusionSampleResult sample_diffusion_run(const Run& run, const DiffusionSampleRequest& request) {
-  const auto* image_run = dynamic_cast<const ImageRun*>(&run);
-  const auto* task = image_run ? dynamic_cast<const DiffusionTask*>(&image_run->task()) : nullptr;
-  if (!task) {
-    fail("run '", run.dir().string(), "' is a ", run.kind(), " run; `dew sample` draws images from a diffusion run",
-         run.kind() == std::string("classifier") ? "" : " (use `dew generate` for text)");
-  }
-  const auto& c = task->config();
+namespace {
+
+std::optional<SampleResult> DiffusionTask::sample(const ImageRun& run, const SampleRequest& request) const {
+  const auto& c = config_;
   const auto& m = c.model;
   ImageDrawRequest draw;
   draw.seed = request.seed;
@@ -163,10 +161,10 @@ DiffusionSampleResult sample_diffusion_run(const Run& run, const DiffusionSample
     }
     draw.labels.insert(draw.labels.end(), static_cast<std::size_t>(request.per_label), l);
   }
-  DiffusionSampleResult result;
-  auto model = image_run->load_model(request.live, request.step, request.device, &result.checkpoint);
+  SampleResult result;
+  auto model = run.load_model(request.live, request.step, request.device, &result.checkpoint);
   const at::Tensor images = draw_images(DiffusionTask::typed(model), c.diffusion, draw);
-  const auto class_names = image_run->train_images().class_names;
+  const auto class_names = run.train_images().class_names;
   std::vector<std::string> row_names;
   for (auto l : rows) row_names.push_back(m.num_classes > 0 && l < static_cast<std::int64_t>(class_names.size()) ? class_names[static_cast<std::size_t>(l)] : "");
   data::images::GridOptions grid;
@@ -184,6 +182,8 @@ DiffusionSampleResult sample_diffusion_run(const Run& run, const DiffusionSample
   result.sampler = str(draw.sampler.solver, ", ", draw.sampler.steps, " steps, guidance ", draw.sampler.guidance.scale);
   return result;
 }
+
+}  // namespace
 
 std::unique_ptr<RunKind> make_diffusion_kind() {
   return std::make_unique<ImageKind<DiffusionRunConfig, DiffusionTask>>(

@@ -58,27 +58,5 @@ struct DiffusionRunConfig : ImageSections {
 std::unique_ptr<RunKind> make_diffusion_kind();
 
 // `dew sample RUN`: a labelled grid (a row per label, per_label columns) and optionally one PNG per image.
-struct DiffusionSampleRequest {
-  std::filesystem::path grid;                        // the grid PNG
-  std::optional<std::filesystem::path> images_dir;   // also one PNG per sample here
-  std::vector<std::int64_t> labels;                  // empty = every class (an unconditional model: one row)
-  std::int64_t per_label = 8;
-  std::uint64_t seed = 0;
-  // Overrides of the run's sample section.
-  std::optional<std::string> solver, spacing;
-  std::optional<std::int64_t> steps;
-  std::optional<double> cfg_scale, eta;
-  // Which weights.
-  bool live = false;
-  std::optional<std::int64_t> step;
-  std::string device;
-};
-struct DiffusionSampleResult {
-  std::filesystem::path checkpoint;
-  std::int64_t images = 0;
-  std::string sampler;  // "euler, 32 steps, guidance 2"
-};
-// Refuses a run of another kind, naming it and what to use instead.
-DiffusionSampleResult sample_diffusion_run(const Run& run, const DiffusionSampleRequest& request);
 
 }  // namespace dew::runs

@@ -104,6 +104,8 @@ class JepaTask final : public TypedImageTask<JepaRunConfig> {
     return 2 * encoder * n + 6 * encoder * kc + 6 * predictor * static_cast<double>(k.num_targets) * (kc + kt);
   }
 
+  // `dew probe`: kNN or linear probes of the encoder's features, beside a random encoder and raw pixels.
+  std::optional<ProbeResult> probe(const ImageRun& run, const ProbeRequest& request) const override;
   std::string describe_model() const override {
     std::int64_t params = 0;
     for (const auto& p : build_model()->parameters()) params += p.numel();
@@ -115,12 +117,11 @@ class JepaTask final : public TypedImageTask<JepaRunConfig> {
 
 }  // namespace
 
-ProbeResult probe_jepa_run(const Run& run, const ProbeRequest& request) {
-  const auto* image_run = dynamic_cast<const ImageRun*>(&run);
-  const auto* task = image_run ? dynamic_cast<const JepaTask*>(&image_run->task()) : nullptr;
-  if (!task) fail("run '", run.dir().string(), "' is a ", run.kind(), " run; `dew probe` measures the encoder of a jepa run");
+namespace {
+
+std::optional<ProbeResult> JepaTask::probe(const ImageRun& run, const ProbeRequest& request) const {
   if (request.method != "knn" && request.method != "linear") fail("--method must be knn or linear, got \"", request.method, "\"");
-  const auto& c = task->config();
+  const auto& c = config_;
   const std::string path = request.data.empty() ? c.data.path : request.data;
   auto train = data::images::read_images(path, "train");
   data::images::ImageSet test;
@@ -165,7 +166,7 @@ ProbeResult probe_jepa_run(const Run& run, const ProbeRequest& request) {
     return objectives::jepa::linear_top1(train_features, train.labels, test_features, test.labels, classes, options);
   };
   std::filesystem::path loaded;
-  auto model = std::dynamic_pointer_cast<objectives::jepa::JepaNetworksImpl>(image_run->load_model(/*live=*/true, request.step, request.device, &loaded));
+  auto model = std::dynamic_pointer_cast<objectives::jepa::JepaNetworksImpl>(run.load_model(/*live=*/true, request.step, request.device, &loaded));
   if (!model) fail("internal: the JEPA run loaded another model");
   result.checkpoint = loaded.string();
   result.encoder = request.encoder;
@@ -193,6 +194,8 @@ ProbeResult probe_jepa_run(const Run& run, const ProbeRequest& request) {
   result.pixels_top1 = score(pixels(train.pixels), pixels(test.pixels));
   return result;
 }
+
+}  // namespace
 
 std::unique_ptr<RunKind> make_jepa_kind() {
   return std::make_unique<ImageKind<JepaRunConfig, JepaTask>>(

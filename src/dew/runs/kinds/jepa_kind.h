@@ -66,28 +66,5 @@ struct JepaRunConfig : ImageSections {
 
 std::unique_ptr<RunKind> make_jepa_kind();
 
-// `dew probe`: the encoder's mean-pooled features of the train split's images train a probe that is scored
-// on the test split; the same probe on a freshly initialised encoder (the run's own initialisation) and on
-// the raw pixels gives the baselines every report shows.
-struct ProbeRequest {
-  std::string method = "knn";  // knn | linear
-  std::string encoder = "context";  // context (default: on short runs the slow EMA target lags it) | target (what I-JEPA evaluates)
-  std::string data;            // IDX directory with train and t10k splits; empty = the run's data.path
-  std::int64_t k = 20;
-  double temperature = 0.07;
-  std::int64_t linear_steps = 300;
-  std::int64_t max_train = 0;  // 0 = every training image; else the first N (faster probes)
-  std::optional<std::int64_t> step;
-  std::string device;
-};
-
-struct ProbeResult {
-  std::string method, encoder, checkpoint;
-  double top1 = 0, random_init_top1 = 0, pixels_top1 = 0;
-  std::int64_t train_images = 0, test_images = 0;
-  std::string test_split;  // "t10k", or the holdout drawn from the training images when the data has no test split
-};
-
-ProbeResult probe_jepa_run(const Run& run, const ProbeRequest& request);
 
 }  // namespace dew::runs
