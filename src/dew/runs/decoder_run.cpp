@@ -147,15 +147,16 @@ DecoderRun::DecoderRun(const fs::path& dir, std::unique_ptr<DecoderTask> task, s
 
 std::unique_ptr<DecoderRun> DecoderRun::start(const fs::path& run_dir, std::unique_ptr<DecoderTask> task) {
   auto& s = task->sections();
+  const bool resuming = holds_run(run_dir);
   std::optional<LoadedModel> init;
-  if (!s.init.from.empty() && !holds_run(run_dir)) {
-    init = load_model_source(s.init.from, {.device = "cpu"});
+  if (!s.init.from.empty() && !resuming) {
+    init = load_model_source(resolve_model_source(s.init.from), {.device = "cpu"});
     adopt_model_config(s, *init, task->default_model_config());
   }
   resolve(*task);
   std::string init_tokenizer_sha256;  // the fingerprint run.json records for a fine-tuning run
   if (init) init_tokenizer_sha256 = check_same_tokenizer(*init, *task);
-  if (holds_run(run_dir)) {
+  if (resuming) {
     RunFile stored = read_run_file(run_dir);
     if (stored.kind != task->kind()) {
       fail("'", run_dir.string(), "' holds a \"", stored.kind, "\" run; `dew train ", task->kind(),

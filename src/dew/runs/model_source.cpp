@@ -6,7 +6,7 @@
 #include "dew/interop/gguf_model.h"
 #include "dew/interop/hf_config.h"
 #include "dew/interop/hf_model.h"
-#include "dew/runs/run.h"
+#include "dew/runs/run_kind.h"
 #include "dew/runs/run_directory.h"
 #include "dew/runs/tokenizer_source.h"
 #include "dew/nn/device.h"
@@ -39,9 +39,20 @@ ModelSourceKind detect_model_source(const fs::path& path) {
 }
 
 
+ModelSource resolve_model_source(const fs::path& path) {
+  ModelSource source{.path = path, .kind = detect_model_source(path), .run = std::nullopt};
+  if (source.kind == ModelSourceKind::run) source.run = read_run_file(path);
+  return source;
+}
+
 LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& options) {
+  return load_model_source(resolve_model_source(path), options);
+}
+
+LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions& options) {
+  const fs::path& path = source.path;
   LoadedModel out;
-  out.kind = detect_model_source(path);
+  out.kind = source.kind;
   if (out.kind != ModelSourceKind::run && (options.live || options.step)) {
     fail("--live and --step apply to run directories; '", path.string(), "' is a ", model_source_kind_name(out.kind),
          " checkpoint");
@@ -51,7 +62,8 @@ LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& opti
   const nn::WeightFormat weights = nn::resolve_device(device, "--device").is_cpu() ? options.weights : nn::WeightFormat::float32;
   switch (out.kind) {
     case ModelSourceKind::run: {
-      out = open_run(path)->load_decoder(options);  // whichever kind trained it
+      // Whichever kind trained it, opened from the run.json read when the source was resolved.
+      out = find_run_kind(source.run->kind, run_file_path(path).string()).open(path, *source.run)->load_decoder(options);
       if (weights == nn::WeightFormat::bfloat16 && out.model->parameters().front().device().is_cpu())
         nn::quantize_matrices(*out.model, formats::GgmlType::BF16);
       return out;

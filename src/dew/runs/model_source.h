@@ -15,6 +15,7 @@
 #include "dew/data/tokenizers/pretrained_tokenizer.h"
 #include "dew/nn/causal_transformer.h"
 #include "dew/nn/quantized_weights.h"
+#include "dew/runs/run_directory.h"
 
 namespace dew::runs {
 
@@ -42,6 +43,17 @@ struct LoadedModel {
   std::string description;  // for logs: which file and checkpoint were read
 };
 
+// MODEL resolved once: which of the three it is and, for a run, its run.json. The steps after it (the
+// weights, the tokenizer, the run's kind) take this value instead of probing the path again.
+struct ModelSource {
+  std::filesystem::path path;
+  ModelSourceKind kind = ModelSourceKind::run;
+  std::optional<RunFile> run;  // kind run: its run.json, read once
+};
+ModelSource resolve_model_source(const std::filesystem::path& path);
+
+LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions& options = {});
+// resolve_model_source, then load.
 LoadedModel load_model_source(const std::filesystem::path& path, const ModelLoadOptions& options = {});
 
 }  // namespace dew::runs
