@@ -16,6 +16,7 @@
 #include "dew/nn/lora.h"
 #include "dew/runs/memory_estimate.h"
 #include "dew/runs/run_directory.h"
+#include "dew/runs/run_life_cycle.h"
 #include "dew/runs/tokenizer_source.h"
 #include "dew/training/checkpoint.h"
 #include "dew/training/evaluate.h"
@@ -157,16 +158,9 @@ std::unique_ptr<DecoderRun> DecoderRun::start(const fs::path& run_dir, std::uniq
   std::string init_tokenizer_sha256;  // the fingerprint run.json records for a fine-tuning run
   if (init) init_tokenizer_sha256 = check_same_tokenizer(*init, *task);
   if (resuming) {
-    RunFile stored = read_run_file(run_dir);
-    if (stored.kind != task->kind()) {
-      fail("'", run_dir.string(), "' holds a \"", stored.kind, "\" run; `dew train ", task->kind(),
-           "` cannot resume it. Resume it with `dew train ", stored.kind, "` or start this run in another --out directory");
-    }
+    RunFile stored = read_run_to_resume(run_dir, task->kind());
     check_data_tokenizer(run_dir, stored, *task, task->data_tokenizer_sha256());
-    // Everything but trainer.* rebuilds the model, data order and optimizer the checkpoints were made with.
-    check_resume_config(run_dir, task->canonical_config(stored.config, run_file_path(run_dir).string()), task->config_json());
-    stored.config = task->config_json();
-    write_run_file(run_dir, stored);
+    record_resumed_config(run_dir, stored, task->canonical_config(stored.config, run_file_path(run_dir).string()), task->config_json());
     return std::unique_ptr<DecoderRun>(new DecoderRun(run_dir, std::move(task), stored.tokenizer, /*resumed=*/true));
   }
   check_fresh_run_dir(run_dir);
@@ -267,17 +261,7 @@ nn::CausalTransformer DecoderRun::load_model(bool live, std::optional<std::int64
   // A LoRA run's checkpoints hold its adapters: the base weights come from init.from.
   nn::CausalTransformer model = s.lora.enabled() ? base_model() : build_model();
   if (s.lora.enabled()) nn::add_lora(model, s.lora, s.trainer.seed);
-  fs::path checkpoint = dir();
-  if (step) {
-    checkpoint = dir() / std::to_string(*step);
-    if (!fs::is_directory(checkpoint)) {
-      auto steps = training::checkpoint_steps(dir());
-      std::string have;
-      for (auto st : steps) have += (have.empty() ? "" : ", ") + std::to_string(st);
-      fail("run '", dir().string(), "' has no checkpoint of step ", *step, "; it has: ", have.empty() ? "none" : have);
-    }
-  }
-  fs::path used = training::load_checkpoint_weights(*model, checkpoint, /*use_ema=*/!live);
+  fs::path used = training::load_checkpoint_weights(*model, checkpoint_to_load(dir(), step), /*use_ema=*/!live);
   if (loaded) *loaded = used;
   if (s.lora.enabled() && merge_adapters) nn::merge_lora(model);  // one matrix per projection again: generation's speed
   model->to(target);

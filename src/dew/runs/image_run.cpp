@@ -1,5 +1,7 @@
 #include "dew/runs/image_run.h"
 
+#include "dew/runs/run_life_cycle.h"
+
 #include <system_error>
 
 #include "dew/core/error.h"
@@ -78,14 +80,8 @@ std::unique_ptr<ImageRun> ImageRun::start(const fs::path& run_dir, std::unique_p
   }
   task->adopt_data(train);
   if (holds_run(run_dir)) {
-    RunFile stored = read_run_file(run_dir);
-    if (stored.kind != task->kind()) {
-      fail("'", run_dir.string(), "' holds a \"", stored.kind, "\" run; `dew train ", task->kind(),
-           "` cannot resume it. Resume it with `dew train ", stored.kind, "` or start this run in another --out directory");
-    }
-    check_resume_config(run_dir, task->canonical_config(stored.config, run_file_path(run_dir).string()), task->config_json());
-    stored.config = task->config_json();
-    write_run_file(run_dir, stored);
+    RunFile stored = read_run_to_resume(run_dir, task->kind());
+    record_resumed_config(run_dir, stored, task->canonical_config(stored.config, run_file_path(run_dir).string()), task->config_json());
     std::unique_ptr<ImageRun> run(new ImageRun(run_dir, std::move(task), /*resumed=*/true));
     run->train_ = std::move(train);
     return run;
@@ -153,16 +149,7 @@ std::shared_ptr<torch::nn::Module> ImageRun::load_model(bool live, std::optional
   const auto& s = task_->sections();
   const c10::Device target = device.empty() ? nn::resolve_device(s.trainer.device) : nn::resolve_device(device, "--device");
   auto model = task_->build_model();
-  fs::path checkpoint = dir();
-  if (step) {
-    checkpoint = dir() / std::to_string(*step);
-    if (!fs::is_directory(checkpoint)) {
-      std::string have;
-      for (auto st : training::checkpoint_steps(dir())) have += (have.empty() ? "" : ", ") + std::to_string(st);
-      fail("run '", dir().string(), "' has no checkpoint of step ", *step, "; it has: ", have.empty() ? "none" : have);
-    }
-  }
-  fs::path used = training::load_checkpoint_weights(*model, checkpoint, /*use_ema=*/!live);
+  fs::path used = training::load_checkpoint_weights(*model, checkpoint_to_load(dir(), step), /*use_ema=*/!live);
   if (loaded) *loaded = used;
   model->to(target);
   model->eval();
