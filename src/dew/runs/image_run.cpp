@@ -1,7 +1,5 @@
 #include "dew/runs/image_run.h"
 
-#include "dew/runs/run_life_cycle.h"
-
 #include <system_error>
 
 #include "dew/core/error.h"
@@ -10,6 +8,7 @@
 #include "dew/distributed/process_place.h"
 #include "dew/nn/device.h"
 #include "dew/nn/parameter_count.h"
+#include "dew/runs/run_life_cycle.h"
 #include "dew/training/checkpoint.h"
 #include "dew/training/evaluate.h"
 #include "dew/training/trainer.h"
