@@ -50,14 +50,6 @@ struct DecoderSections {
     optim.validate();
     trainer.validate();
   }
-
-  // What post-training kinds (sft, dpo, grpo) start from: TRL's learning rate for the kind, no weight decay,
-  // and no EMA copy (a short fine-tune's EMA would lag far behind; TRL keeps none).
-  void use_post_training_defaults(double learning_rate) {
-    optim.learning_rate = learning_rate;
-    optim.weight_decay = 0.0;
-    trainer.ema_decay = 0;
-  }
 };
 
 }  // namespace dew::runs

@@ -9,19 +9,15 @@
 #include "dew/runs/image_task.h"
 #include "dew/runs/run_kind.h"
 
+#include "dew/runs/kind_defaults.h"
+
 namespace dew::runs {
 
 struct ClassifierRunConfig : ImageSections {
   nn::vision::ImageClassifierConfig model;  // image_size, channels and num_classes come from the data
 
-  ClassifierRunConfig() {
-    optim.learning_rate = 2e-3;
-    optim.warmup_steps = 100;
-    trainer.steps = 3000;
-    trainer.batch_size = 128;
-    trainer.eval_every = 500;
-    trainer.ema_decay = 0;
-  }
+  ClassifierRunConfig() { apply_kind_defaults(*this, "classifier"); }  // configs/kinds/classifier.json
+
 
   template <class V>
   void fields(V& v) {

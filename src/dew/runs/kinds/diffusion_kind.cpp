@@ -3,6 +3,7 @@
 #include "dew/core/error.h"
 #include "dew/data/images/png.h"
 #include "dew/runs/image_kind.h"
+#include "dew/runs/kind_defaults.h"
 #include "dew/runs/kinds/diffusion_sampling.h"
 #include "dew/runs/kinds/sample_quality.h"
 
@@ -10,26 +11,7 @@ namespace fs = std::filesystem;
 
 namespace dew::runs {
 
-DiffusionRunConfig::DiffusionRunConfig() {
-  model.kind = "dit";
-  model.patch_size = 4;
-  model.dim = 128;
-  model.depth = 6;
-  model.heads = 4;
-  diffusion.process = "flow";
-  sample.solver = "euler";
-  sample.steps = 32;
-  sample.guidance.scale = 2.0;
-  optim.learning_rate = 3e-4;
-  optim.warmup_steps = 200;
-  optim.weight_decay = 0.0;
-  trainer.steps = 2000;
-  trainer.batch_size = 64;
-  trainer.eval_every = 500;
-  trainer.eval_batches = 8;
-  trainer.ema_decay = 0.999;
-  trainer.ema_warmup = true;
-}
+DiffusionRunConfig::DiffusionRunConfig() { apply_kind_defaults(*this, "diffusion"); }  // configs/kinds/diffusion.json
 
 namespace {
 

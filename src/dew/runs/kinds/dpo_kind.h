@@ -13,6 +13,8 @@
 #include "dew/runs/decoder_kind.h"
 #include "dew/runs/decoder_sections.h"
 
+#include "dew/runs/kind_defaults.h"
+
 namespace dew::runs {
 
 struct DpoDataConfig {
@@ -35,9 +37,8 @@ struct DpoRunConfig : DecoderSections {
   // SmolLM2) on top of the activations is what sets the peak (docs/benchmarks.md, post-training memory).
   std::int64_t loss_chunk_tokens = 256;
 
-  DpoRunConfig() {
-    use_post_training_defaults(1e-6);  // TRL's DPO learning rate
-  }
+  DpoRunConfig() { apply_kind_defaults(*this, "dpo"); }  // configs/kinds/dpo.json
+
 
   template <class V>
   void fields(V& v) {

@@ -17,6 +17,8 @@
 #include "dew/runs/decoder_kind.h"
 #include "dew/runs/decoder_sections.h"
 
+#include "dew/runs/kind_defaults.h"
+
 namespace dew::runs {
 
 struct GrpoDataConfig {
@@ -37,9 +39,8 @@ struct GrpoRunConfig : DecoderSections {
   GrpoDataConfig data;
   objectives::GrpoObjectiveConfig grpo;
 
-  GrpoRunConfig() {
-    use_post_training_defaults(1e-6);  // TRL's GRPO learning rate
-  }
+  GrpoRunConfig() { apply_kind_defaults(*this, "grpo"); }  // configs/kinds/grpo.json
+
 
   template <class V>
   void fields(V& v) {

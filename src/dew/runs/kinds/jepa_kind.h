@@ -12,6 +12,8 @@
 #include "dew/runs/image_task.h"
 #include "dew/runs/run_kind.h"
 
+#include "dew/runs/kind_defaults.h"
+
 namespace dew::runs {
 
 // The "jepa" section: the objective's fields and the run's probing during training.
@@ -33,23 +35,8 @@ struct JepaRunConfig : ImageSections {
   nn::vision::VisionTransformerConfig model;  // image_size and channels come from the data
   JepaSection jepa;
 
-  JepaRunConfig() {
-    model.patch_size = 4;  // 28x28 Fashion-MNIST: a 7x7 grid
-    model.dim = 128;
-    model.depth = 4;
-    model.heads = 4;
-    model.predictor_dim = 64;
-    model.predictor_depth = 2;
-    model.predictor_heads = 4;
-    optim.learning_rate = 1e-3;
-    optim.warmup_steps = 100;
-    optim.weight_decay = 0.04;
-    trainer.steps = 2000;
-    trainer.batch_size = 64;
-    trainer.eval_every = 500;
-    trainer.eval_batches = 8;
-    trainer.ema_decay = 0;  // the target encoder is the average that matters
-  }
+  JepaRunConfig() { apply_kind_defaults(*this, "jepa"); }  // configs/kinds/jepa.json
+
 
   template <class V>
   void fields(V& v) {

@@ -14,12 +14,14 @@
 #include "dew/runs/decoder_sections.h"
 #include "dew/runs/token_data.h"
 
+#include "dew/runs/kind_defaults.h"
+
 namespace dew::runs {
 
 // The lm's decoder made bidirectional. model.mask_token_id is resolved by check_data (and model.causal set
 // again: a run from init.from adopts the model's config, an autoregressive one's included).
 struct MDLMRunConfig : DecoderSections {
-  MDLMRunConfig() { model.causal = false; }
+  MDLMRunConfig() { apply_kind_defaults(*this, "mdlm"); }  // configs/kinds/mdlm.json
 
   TokenDataConfig data;
   objectives::masked_diffusion::MDLMLossConfig mdlm;

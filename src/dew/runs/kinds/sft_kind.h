@@ -14,6 +14,8 @@
 #include "dew/runs/decoder_kind.h"
 #include "dew/runs/decoder_sections.h"
 
+#include "dew/runs/kind_defaults.h"
+
 namespace dew::runs {
 
 struct SFTDataConfig {
@@ -35,14 +37,9 @@ struct SFTRunConfig : DecoderSections {
   SFTDataConfig data;
   objectives::LMLossConfig lm;
 
-  // Fine-tuning defaults: train on assistant tokens, a learning rate for a pretrained model, and logits 256
-  // tokens at a time: a pretrained vocabulary is large (SmolLM2's 49,152 logits of 256 tokens are 48 MiB in
-  // float32, of 1024 tokens 192 MiB, held at the step's peak), and 256-row products still run at full speed.
-  SFTRunConfig() {
-    lm.loss_role = 2;  // data::ChatRole::assistant
-    lm.loss_chunk_tokens = 256;
-    use_post_training_defaults(2e-5);  // TRL's SFT learning rate
-  }
+  // Fine-tuning defaults (configs/kinds/sft.json): loss on assistant tokens, a learning rate for a
+  // pretrained model, logits 256 tokens at a time.
+  SFTRunConfig() { apply_kind_defaults(*this, "sft"); }
 
   template <class V>
   void fields(V& v) {
