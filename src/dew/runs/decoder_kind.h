@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "dew/objectives/lm_objective.h"
 #include "dew/runs/decoder_run.h"
 #include "dew/runs/run_kind.h"
 
@@ -48,6 +49,21 @@ class TypedDecoderTask : public TypedTask<DecoderTask, Config> {
  public:
   using TypedTask<DecoderTask, Config>::TypedTask;
   nn::CausalTransformerConfig default_model_config() const override { return Config{}.model; }
+};
+
+// A task trained on the LM's token cross entropy (lm, sft): rows of data.seq_len, the lm section's loss,
+// "ce" as its validation loss.
+template <class Config>
+class TokenLossTask : public TypedDecoderTask<Config> {
+ public:
+  using TypedDecoderTask<Config>::TypedDecoderTask;
+  std::int64_t seq_len() const override { return this->config_.data.seq_len; }
+  std::int64_t loss_chunk_tokens() const override { return this->config_.lm.loss_chunk_tokens; }
+  std::string validation_loss() const override { return "ce"; }
+  std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext&) const override {
+    return std::make_unique<objectives::LMObjective>(
+        std::move(model), objectives::LMObjectiveConfig{.seq_len = this->config_.data.seq_len, .loss = this->config_.lm});
+  }
 };
 
 }  // namespace dew::runs

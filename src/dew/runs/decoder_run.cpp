@@ -229,10 +229,15 @@ training::FitResult DecoderRun::train(std::FILE* out) {
   auto objective = task_->objective(model, context_);
   training::TrainerConfig trainer_config = s.trainer;
   if (trainer_config.flops_per_token == 0) trainer_config.flops_per_token = task_->flops_per_token();
-  auto train_rows = task_->batches(data::Split::train, context_);
-  auto val_rows = task_->batches(data::Split::val, context_);
+  SplitBatches train_split = task_->batches(data::Split::train, context_);
+  SplitBatches val_split = task_->batches(data::Split::val, context_);
+  auto& train_rows = train_split.rows;
+  auto& val_rows = val_split.rows;
   if (out) {
-    for (const auto& note : task_->notes()) std::fprintf(out, "note: %s\n", note.c_str());
+    const std::vector<std::string> prepared = task_->notes();
+    for (const auto* notes : {&prepared, &train_split.notes, &val_split.notes}) {
+      for (const auto& note : *notes) std::fprintf(out, "note: %s\n", note.c_str());
+    }
     if (!val_rows) std::fprintf(out, "note: no validation split (or it is shorter than one row); no validation\n");
     if (frozen_bytes_freed > 0) {
       std::fprintf(out, "note: the frozen base weights are kept in %s, the compute dtype (%.0f MiB less)\n",
@@ -271,7 +276,7 @@ nn::CausalTransformer DecoderRun::load_model(bool live, std::optional<std::int64
 
 objectives::Statistics DecoderRun::evaluate(const EvalOptions& options, fs::path* loaded) {
   check_data_tokenizer(dir(), read_run_file(dir()), *task_, task_->data_tokenizer_sha256());
-  auto val = task_->batches(data::Split::val, context_);
+  auto val = task_->batches(data::Split::val, context_).rows;
   if (!val) {
     fail("run '", dir().string(), "' has no validation data to evaluate: the ", task_->describe_data(),
          " has no validation split or it is shorter than one row; give the data a larger validation fraction");

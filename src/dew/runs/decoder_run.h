@@ -51,7 +51,7 @@ class DecoderRun final : public Run {
                                    const std::string& device = "", std::filesystem::path* loaded = nullptr,
                                    bool merge_adapters = true) const;
   // Batches of one split, as training reads them.
-  std::unique_ptr<data::BatchSource> batches(data::Split split) const { return task_->batches(split, context_); }
+  std::unique_ptr<data::BatchSource> batches(data::Split split) const { return task_->batches(split, context_).rows; }
 
  private:
   DecoderRun(const std::filesystem::path& dir, std::unique_ptr<DecoderTask> task, std::string tokenizer, bool resumed);

@@ -36,6 +36,12 @@ class RunContext {
   mutable std::shared_ptr<data::PretrainedTokenizer> tokenizer_;
 };
 
+// One split's batches and the notes their making left (DecoderTask::batches).
+struct SplitBatches {
+  std::unique_ptr<data::BatchSource> rows;
+  std::vector<std::string> notes;
+};
+
 class DecoderTask {
  public:
   virtual ~DecoderTask() = default;
@@ -81,10 +87,11 @@ class DecoderTask {
 
   // The objective over `model` (whose parameters the trainer trains).
   virtual std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext& run) const = 0;
-  // Batches of one split; nullptr when the split has nothing to evaluate (a tiny or absent validation split).
-  virtual std::unique_ptr<data::BatchSource> batches(data::Split split, const RunContext& run) const = 0;
-  // What the data preparation did that the user should know (conversations truncated, pairs dropped, ...);
-  // printed by `dew train` once the batches exist.
+  // Batches of one split, with what making them did that the user should know (conversations truncated,
+  // pairs dropped, ...; `dew train` prints them); rows is null when the split has nothing to evaluate (a
+  // tiny or absent validation split).
+  virtual SplitBatches batches(data::Split split, const RunContext& run) const = 0;
+  // What prepare() did that the user should know (SFT tokenizing its JSONL into the run).
   virtual std::vector<std::string> notes() const { return {}; }
   // "data '...' (packed rows of 256 tokens)" for the first line of `dew train`.
   virtual std::string describe_data() const = 0;

@@ -66,12 +66,12 @@ std::unique_ptr<objectives::Objective> DpoTask::objective(nn::CausalTransformer 
   return std::make_unique<objectives::DpoObjective>(std::move(model), reference.model, config_.dpo, config_.loss_chunk_tokens);
 }
 
-std::unique_ptr<data::BatchSource> DpoTask::batches(data::Split split, const RunContext& run) const {
+SplitBatches DpoTask::batches(data::Split split, const RunContext& run) const {
   const auto& d = config_.data;
   auto records = data::read_preference_jsonl(d.path);
   const std::int64_t n = static_cast<std::int64_t>(records.size()), val = validation_pairs(n, d.val_fraction);
   const std::int64_t begin = split == data::Split::val ? 0 : val, end = split == data::Split::val ? val : n;
-  if (begin == end) return nullptr;
+  if (begin == end) return {};
   std::vector<data::PreferenceIds> pairs;
   for (std::int64_t i = begin; i < end; ++i) {
     auto tokens = data::encode_preference_pair(run.tokenizer(), records[static_cast<std::size_t>(i)]);
@@ -82,11 +82,13 @@ std::unique_ptr<data::BatchSource> DpoTask::batches(data::Split split, const Run
                                                      loader_options(split, config_.trainer.seed),
                                                      str("'", d.path, "' (", name, " pairs)"));
   const auto& c = rows->counts();
+  SplitBatches out;
   if (c.truncated + c.dropped > 0) {
-    notes_.push_back(str(name, " pairs longer than data.seq_len = ", d.seq_len, " ids: ", c.truncated,
-                         " with completions cut at the end, ", c.dropped, " dropped (prompt too long), of ", c.pairs));
+    out.notes.push_back(str(name, " pairs longer than data.seq_len = ", d.seq_len, " ids: ", c.truncated,
+                            " with completions cut at the end, ", c.dropped, " dropped (prompt too long), of ", c.pairs));
   }
-  return rows;
+  out.rows = std::move(rows);
+  return out;
 }
 
 std::string DpoTask::describe_data() const {

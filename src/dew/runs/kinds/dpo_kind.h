@@ -67,12 +67,8 @@ class DpoTask final : public TypedDecoderTask<DpoRunConfig> {
   std::string data_tokenizer_name() const override { return "text"; }
   std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const override;
   std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext& run) const override;
-  std::unique_ptr<data::BatchSource> batches(data::Split split, const RunContext& run) const override;
+  SplitBatches batches(data::Split split, const RunContext& run) const override;
   std::string describe_data() const override;
-  std::vector<std::string> notes() const override { return notes_; }
-
- private:
-  mutable std::vector<std::string> notes_;
 };
 
 std::unique_ptr<RunKind> make_dpo_kind();

@@ -118,17 +118,17 @@ std::unique_ptr<objectives::Objective> GrpoTask::objective(nn::CausalTransformer
   return std::make_unique<objectives::GrpoObjective>(std::move(setup));
 }
 
-std::unique_ptr<data::BatchSource> GrpoTask::batches(data::Split split, const RunContext&) const {
+SplitBatches GrpoTask::batches(data::Split split, const RunContext&) const {
   const auto& s = config_;
   const auto n = static_cast<std::int64_t>(records().size());
   const std::int64_t val = data::prompt_val_count(n, s.data.val_fraction);
-  if (split == data::Split::val && val == 0) return nullptr;
+  if (split == data::Split::val && val == 0) return {};
   std::unique_ptr<data::BatchSource> source =
       std::make_unique<data::PromptRows>(n, val, loader_options(split, s.trainer.seed));
-  if (split == data::Split::val) return source;
+  if (split == data::Split::val) return {std::move(source), {}};
   const std::int64_t rows = s.trainer.process_rows();
   if (s.data.prefetch > 0) source = std::make_unique<data::Prefetcher>(std::move(source), rows, static_cast<std::size_t>(s.data.prefetch));
-  return std::make_unique<data::RepeatedBatches>(std::move(source), s.grpo.epochs, s.trainer.grad_accum);
+  return {std::make_unique<data::RepeatedBatches>(std::move(source), s.grpo.epochs, s.trainer.grad_accum), {}};
 }
 
 std::string GrpoTask::describe_data() const {

@@ -74,7 +74,7 @@ class GrpoTask final : public TypedDecoderTask<GrpoRunConfig> {
   std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext& run) const override;
   // Training: PromptRows served grpo.epochs steps in a row (RepeatedBatches, a block = trainer.grad_accum
   // micro-batches); validation: the head of the file, in order (nullptr when it is empty).
-  std::unique_ptr<data::BatchSource> batches(data::Split split, const RunContext& run) const override;
+  SplitBatches batches(data::Split split, const RunContext& run) const override;
   std::string describe_data() const override;
 
  private:

@@ -29,12 +29,8 @@ std::string LMTask::copy_data_tokenizer(const fs::path& run_dir) const {
   return copy_token_data_tokenizer(config_.data, run_dir);
 }
 
-std::unique_ptr<objectives::Objective> LMTask::objective(nn::CausalTransformer model, const RunContext&) const {
-  return std::make_unique<objectives::LMObjective>(std::move(model), config_.objective_config());
-}
-
-std::unique_ptr<data::BatchSource> LMTask::batches(data::Split split, const RunContext&) const {
-  return token_batches(config_.data, RowShift::next_token, split, config_.trainer);
+SplitBatches LMTask::batches(data::Split split, const RunContext&) const {
+  return {token_batches(config_.data, RowShift::next_token, split, config_.trainer), {}};
 }
 
 std::string LMTask::describe_data() const { return describe_token_data(config_.data); }

@@ -30,22 +30,17 @@ struct LMRunConfig : DecoderSections {
     });
   }
 
-  objectives::LMObjectiveConfig objective_config() const { return {.seq_len = data.seq_len, .loss = lm}; }
 };
 
-class LMTask final : public TypedDecoderTask<LMRunConfig> {
+class LMTask final : public TokenLossTask<LMRunConfig> {
  public:
-  using TypedDecoderTask::TypedDecoderTask;
+  using TokenLossTask::TokenLossTask;
   const char* kind() const override { return "lm"; }
-  std::int64_t seq_len() const override { return config_.data.seq_len; }
-  std::int64_t loss_chunk_tokens() const override { return config_.lm.loss_chunk_tokens; }
-  std::string validation_loss() const override { return "ce"; }
   void check_data() override;
   std::string data_tokenizer_sha256() const override;
   std::string data_tokenizer_name() const override;
   std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const override;
-  std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext& run) const override;
-  std::unique_ptr<data::BatchSource> batches(data::Split split, const RunContext& run) const override;
+  SplitBatches batches(data::Split split, const RunContext& run) const override;
   std::string describe_data() const override;
 };
 

@@ -76,8 +76,8 @@ std::unique_ptr<objectives::Objective> MDLMTask::objective(nn::CausalTransformer
                                                                                   config_.trainer.seed);
 }
 
-std::unique_ptr<data::BatchSource> MDLMTask::batches(data::Split split, const RunContext&) const {
-  return token_batches(config_.data, RowShift::none, split, config_.trainer);
+SplitBatches MDLMTask::batches(data::Split split, const RunContext&) const {
+  return {token_batches(config_.data, RowShift::none, split, config_.trainer), {}};
 }
 
 std::unique_ptr<RunKind> make_mdlm_kind() {

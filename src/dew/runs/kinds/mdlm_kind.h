@@ -57,7 +57,7 @@ class MDLMTask final : public TypedDecoderTask<MDLMRunConfig> {
     return copy_token_data_tokenizer(config_.data, run_dir);
   }
   std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext& run) const override;
-  std::unique_ptr<data::BatchSource> batches(data::Split split, const RunContext& run) const override;
+  SplitBatches batches(data::Split split, const RunContext& run) const override;
   std::string describe_data() const override { return describe_token_data(config_.data); }
 };
 

@@ -78,30 +78,27 @@ void SFTTask::prepare(const RunContext& run) {
                        " tokens, ", summary.assistant_tokens, " of them assistant) into '", (run.dir() / "data").string(), "'"));
 }
 
-std::unique_ptr<objectives::Objective> SFTTask::objective(nn::CausalTransformer model, const RunContext&) const {
-  return std::make_unique<objectives::LMObjective>(std::move(model),
-                                                   objectives::LMObjectiveConfig{.seq_len = config_.data.seq_len, .loss = config_.lm});
-}
-
-std::unique_ptr<data::BatchSource> SFTTask::batches(data::Split split, const RunContext& run) const {
+SplitBatches SFTTask::batches(data::Split split, const RunContext& run) const {
   const fs::path dir = token_dir(run);
   const auto meta = data::read_chat_token_meta(dir);
-  if (split == data::Split::val && meta.val_conversations == 0) return nullptr;
+  if (split == data::Split::val && meta.val_conversations == 0) return {};
+  SplitBatches out;
   auto packed = std::make_unique<data::PackedConversations>(dir, config_.data.seq_len,
                                                             loader_options(split, config_.trainer.seed));
   const auto& c = packed->counts();
   if (c.truncated + c.dropped + c.without_assistant > 0) {
-    notes_.push_back(str(split == data::Split::train ? "training" : "validation", " conversations longer than a row of ",
-                         config_.data.seq_len + 1, " ids: ", c.truncated, " truncated, ", c.dropped,
-                         " dropped (no assistant token in the first row), of ", c.conversations,
-                         c.without_assistant ? str("; ", c.without_assistant, " kept without an assistant token") : std::string()));
+    out.notes.push_back(str(split == data::Split::train ? "training" : "validation", " conversations longer than a row of ",
+                            config_.data.seq_len + 1, " ids: ", c.truncated, " truncated, ", c.dropped,
+                            " dropped (no assistant token in the first row), of ", c.conversations,
+                            c.without_assistant ? str("; ", c.without_assistant, " kept without an assistant token") : std::string()));
   }
   std::unique_ptr<data::BatchSource> source = std::move(packed);
   if (split == data::Split::train && config_.data.prefetch > 0) {
     const std::int64_t rows = config_.trainer.process_rows();
     source = std::make_unique<data::Prefetcher>(std::move(source), rows, static_cast<std::size_t>(config_.data.prefetch));
   }
-  return source;
+  out.rows = std::move(source);
+  return out;
 }
 
 std::string SFTTask::describe_data() const {

@@ -50,20 +50,16 @@ struct SFTRunConfig : DecoderSections {
   }
 };
 
-class SFTTask final : public TypedDecoderTask<SFTRunConfig> {
+class SFTTask final : public TokenLossTask<SFTRunConfig> {
  public:
-  using TypedDecoderTask::TypedDecoderTask;
+  using TokenLossTask::TokenLossTask;
   const char* kind() const override { return "sft"; }
-  std::int64_t seq_len() const override { return config_.data.seq_len; }
-  std::int64_t loss_chunk_tokens() const override { return config_.lm.loss_chunk_tokens; }
-  std::string validation_loss() const override { return "ce"; }
   void check_data() override;
   std::string data_tokenizer_sha256() const override;
   std::string data_tokenizer_name() const override;
   std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const override;
   void prepare(const RunContext& run) override;
-  std::unique_ptr<objectives::Objective> objective(nn::CausalTransformer model, const RunContext& run) const override;
-  std::unique_ptr<data::BatchSource> batches(data::Split split, const RunContext& run) const override;
+  SplitBatches batches(data::Split split, const RunContext& run) const override;
   std::string describe_data() const override;
   std::vector<std::string> notes() const override { return notes_; }
 
@@ -71,7 +67,7 @@ class SFTTask final : public TypedDecoderTask<SFTRunConfig> {
   bool from_jsonl() const;
   // The chat token directory the run reads: RUN/data for JSONL, else data.path.
   std::filesystem::path token_dir(const RunContext& run) const;
-  mutable std::vector<std::string> notes_;
+  std::vector<std::string> notes_;  // from prepare()
 };
 
 std::unique_ptr<RunKind> make_sft_kind();
