@@ -29,7 +29,6 @@ struct LMRunConfig : DecoderSections {
       v("lm", lm);
     });
   }
-
 };
 
 class LMTask final : public TokenLossTask<LMRunConfig> {
