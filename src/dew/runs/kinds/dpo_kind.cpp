@@ -10,6 +10,7 @@
 #include "dew/nn/dtype.h"
 #include "dew/nn/lora.h"
 #include "dew/objectives/dpo_objective.h"
+#include "dew/runs/data_file.h"
 #include "dew/runs/loader_shard.h"
 #include "dew/runs/model_source.h"
 
@@ -26,10 +27,7 @@ std::int64_t validation_pairs(std::int64_t n, double val_fraction) {
 
 void DpoTask::check_data() {
   auto& d = config_.data;
-  if (d.path.empty()) fail("data.path is not set: pass --data PAIRS.jsonl ({\"prompt\", \"chosen\", \"rejected\"} per line)");
-  std::error_code ec;
-  if (!fs::is_regular_file(d.path, ec)) fail("data.path '", d.path, "' is not a file; pass --data PAIRS.jsonl");
-  d.path = fs::absolute(d.path).lexically_normal().string();
+  require_data_file(d.path, "PAIRS.jsonl", " ({\"prompt\", \"chosen\", \"rejected\"} per line)");
   if (d.seq_len < 2) fail("data.seq_len must be at least 2 (a prompt id and a completion id), got ", d.seq_len);
   if (!(d.val_fraction >= 0 && d.val_fraction < 1)) fail("data.val_fraction must be in [0, 1), got ", d.val_fraction);
   if (config_.loss_chunk_tokens < 0) fail("loss_chunk_tokens must be >= 0 (0 = all at once), got ", config_.loss_chunk_tokens);

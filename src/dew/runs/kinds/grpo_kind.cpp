@@ -10,6 +10,7 @@
 #include "dew/nn/dtype.h"
 #include "dew/nn/lora.h"
 #include "dew/objectives/rewards/reward_spec.h"
+#include "dew/runs/data_file.h"
 #include "dew/runs/engine_rollouts.h"
 #include "dew/runs/loader_shard.h"
 #include "dew/runs/model_source.h"
@@ -31,10 +32,7 @@ std::int64_t GrpoTask::seq_len() const {
 
 void GrpoTask::check_data() {
   auto& d = config_.data;
-  if (d.path.empty()) fail("data.path is not set: pass --data PROMPTS.jsonl, one {\"prompt\": ...} object per line");
-  std::error_code ec;
-  if (!fs::is_regular_file(d.path, ec)) fail("data.path '", d.path, "' is not a file; pass --data PROMPTS.jsonl");
-  d.path = fs::absolute(d.path).lexically_normal().string();
+  require_data_file(d.path, "PROMPTS.jsonl", ", one {\"prompt\": ...} object per line");
   if (d.prefetch < 0) fail("data.prefetch must be >= 0 (0 = none), got ", d.prefetch);
   config_.grpo.validate();
   if (config_.trainer.parallel == "fsdp") {
