@@ -171,6 +171,8 @@ const std::vector<std::string>& hf_model_types() {
   return names;
 }
 
+// A field table in code: one short line per config.json field dew reads, refuses or knows to be inert, so a
+// reader checks a field's rule in one place; its length is the families' field count.
 CausalTransformerConfig config_from_hf(const Json& config, const std::string& source) {
   if (!config.is_object()) dew::fail(source, ": config.json is not a JSON object");
   Reader r(config, source);
@@ -314,6 +316,7 @@ namespace {
 
 }  // namespace
 
+// The same field table written the other way (config_from_hf's inverse), one line per field.
 Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_type) {
   c.validate();
   if (model_type == "llada") return llada_config_to_hf(c);

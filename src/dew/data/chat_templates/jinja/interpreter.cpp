@@ -39,6 +39,8 @@ void Interpreter::fail_at(int line, const std::string& message) const {
   throw LocatedError(str(template_.name, ":", line, ": ", message));
 }
 
+// Most of its length is the table of global functions templates may call (range, raise_exception, ...),
+// one short entry each.
 std::string Interpreter::render(const std::shared_ptr<Dict>& variables) {
   auto globals = std::make_shared<Dict>();
   globals->set("range", Value::function([](Interpreter& interp, Arguments& args) {
@@ -139,6 +141,7 @@ Interpreter::Flow Interpreter::exec_body(const Body& body, std::string& out) {
   return Flow::Normal;
 }
 
+// One case per statement type (the same shape as eval): the length is the number of statement kinds.
 Interpreter::Flow Interpreter::exec(const Node& node, std::string& out) {
   line_ = node.line;
   switch (node.type) {
@@ -433,6 +436,8 @@ bool Interpreter::apply_test(const std::string& name, const Value& input, Argume
   return test(*this, input, args);
 }
 
+// One case per expression type, each a few lines: longer than a screen because the language has that
+// many kinds of expression, and split further it would scatter one dispatch over files.
 Value Interpreter::eval(const Expr& e) {
   switch (e.type) {
     case ExprType::Literal: return e.value;

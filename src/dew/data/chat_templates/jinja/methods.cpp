@@ -39,6 +39,7 @@ bool all_chars(const std::string& s, int (*pred)(int)) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) { return pred(static_cast<unsigned char>(c)) != 0; });
 }
 
+// One branch per Python str method templates use: a table, read one method at a time.
 Value string_method(const std::string& s, const std::string& name, Interpreter& interp, Arguments& a) {
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     Value chars = a.get(0, "chars");

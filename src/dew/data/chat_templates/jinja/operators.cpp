@@ -19,6 +19,7 @@ double py_floor_mod(double a, double b) {
 
 }  // namespace
 
+// One branch per operator with Python's rules for its operand types: a table, read one operator at a time.
 Value arithmetic(const std::string& op, Value a, Value b, Interpreter& interp) {
   if (a.is_undefined() || b.is_undefined())
     fail("'", (a.is_undefined() ? a : b).text(), "' is undefined");

@@ -409,6 +409,8 @@ class Parser {
     return value;
   }
 
+  // One branch per kind of primary expression (names, literals, lists, dicts, tuples, parentheses): the
+  // grammar's own list, kept in one place.
   ExprPtr parse_primary() {
     DepthGuard guard(*this);
     const Token& t = peek();
