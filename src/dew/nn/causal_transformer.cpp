@@ -7,6 +7,7 @@
 
 #include "dew/core/error.h"
 #include "dew/nn/attention_mask.h"
+#include "dew/nn/decoder_layer_calls.h"
 #include "dew/nn/dtype.h"
 #include "dew/nn/parameter_count.h"
 #include "dew/nn/quantized/quantized_matrix.h"
@@ -114,30 +115,7 @@ std::int64_t CausalTransformerImpl::parameter_count() const {
 }
 
 at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
-  if (!in.ids.defined() || in.ids.dim() != 2) dew::fail("decoder input ids must be a [batch, seq] tensor");
-  auto B = in.ids.size(0), S = in.ids.size(1);
-  auto device = in.ids.device();
-  auto longs = at::TensorOptions().dtype(at::kLong).device(device);
-  const bool by_position = in.cache != nullptr;
-  if (by_position) {
-    // The caller knows each row's length; the positions name the slots, so they are required.
-    if (!in.positions.defined()) dew::fail("a KV cache with slots by position needs the call's positions");
-    if (in.cache->span < 1 || in.cache->span > in.cache->capacity()) {
-      dew::fail("the KV cache holds ", in.cache->capacity(), " tokens per row; the call attends over ", in.cache->span);
-    }
-  }
-  if (in.attention_mask.defined()) {
-    if (in.cache || in.segment_ids.defined()) dew::fail("a decoder call takes an explicit attention mask only without a KV cache or segment ids");
-    if (in.attention_mask.scalar_type() != at::kBool || in.attention_mask.sizes() != at::IntArrayRef{B, 1, S, S}) {
-      dew::fail("the explicit attention mask must be bool [", B, ", 1, ", S, ", ", S, "], got ", in.attention_mask.scalar_type(), " ",
-                in.attention_mask.sizes());
-    }
-  }
-  auto positions = in.positions.defined() ? in.positions : at::arange(S, longs).unsqueeze(0).expand({B, S});
-  if (!in.cache && S > config_.max_seq_len) {
-    dew::fail("the sequence has ", S, " tokens but the model's max_seq_len is ", config_.max_seq_len);
-  }
-
+  check_decoder_call(in, config_);
   const auto& table = model->embed_tokens;
   // Rows gathered, then cast to the residual stream's dtype (the same values as casting the table first,
   // without a cast of all of it). A float32 stream starts from the stored values, as under autocast, where
@@ -145,68 +123,13 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
   auto x = table->quantized ? table->quantized->embedding(in.ids).to(residual_dtype_)
                             : at::embedding(table->weight, in.ids).to(residual_dtype_);
   if (config_.embedding_scale != 1.0) x = x * config_.embedding_scale;
-  // One set of rotary angles per distinct base: the model's (with its scaling), and any kind's own.
-  std::map<double, RotaryAngles> angles_by_theta;
-  auto angles_for = [&](std::int64_t layer) -> const RotaryAngles* {
-    double theta = config_.kind_rope_theta_of_layer(layer);
-    auto it = angles_by_theta.find(theta);
-    if (it == angles_by_theta.end()) {
-      auto inv_freq = theta > 0 ? rotary_inv_freq(config_.resolved_head_dim(), theta, RopeScaling{}, device)
-                                : rotary_inv_freq(config_.resolved_head_dim(), config_.rope_theta, config_.rope_scaling, device);
-      it = angles_by_theta.emplace(theta, rotary_angles(positions, inv_freq, compute_dtype_)).first;
-    }
-    return &it->second;
-  };
-
-  // One mask per distinct window, shared by the layers of that kind; none at all on the plain path (no cache,
-  // no segments): full layers there attend by SDPA's causal flag, or to everything when the model is bidirectional.
-  bool plain = !in.cache && !in.segment_ids.defined();
-  MaskInputs mask_inputs;
-  at::Tensor cache_slots;
-  if (by_position) {
-    auto& cache = *in.cache;
-    auto segments = in.segment_ids.defined() ? in.segment_ids : at::ones({B, S}, longs);
-    cache.positions.scatter_(1, positions, positions);
-    cache.segments.scatter_(1, positions, segments);
-    mask_inputs = {positions, segments, cache.positions.narrow(1, 0, cache.span), cache.segments.narrow(1, 0, cache.span),
-                   0, config_.causal};
-    mask_inputs.query_slots = positions;
-    cache_slots = positions.view({B, 1, S, 1}).expand({B, config_.resolved_kv_heads(), S, config_.resolved_head_dim()});
-  } else if (!plain) {
-    auto segments = in.segment_ids.defined() ? in.segment_ids : at::ones({B, S}, longs);
-    mask_inputs = {positions, segments, positions, segments, 0, config_.causal};
-  }
-  std::map<std::int64_t, at::Tensor> masks;
+  DecoderLayerCalls calls(config_, in, compute_dtype_);
   for (std::int64_t i = 0; i < config_.num_layers; ++i) {
-    auto window = config_.window_of_layer(i);
-    AttentionCall call{angles_for(i), {}, false, in.cache, i, cache_slots};
-    if (in.attention_mask.defined()) {
-      if (window == 0) {
-        call.mask = in.attention_mask;
-      } else {
-        // The window's own mask over one segment, intersected with the caller's.
-        auto it = masks.find(window);
-        if (it == masks.end()) {
-          auto ones = at::ones({B, S}, longs);
-          it = masks.emplace(window, attention_mask(MaskInputs{positions, ones, positions, ones, 0, false}, window) & in.attention_mask).first;
-        }
-        call.mask = it->second;
-      }
-    } else if (plain && window == 0) {
-      call.is_causal = config_.causal;
-    } else {
-      if (plain && !mask_inputs.query_positions.defined()) {
-        auto ones = at::ones({B, S}, longs);
-        mask_inputs = {positions, ones, positions, ones, 0, config_.causal};
-      }
-      auto it = masks.find(window);
-      if (it == masks.end()) it = masks.emplace(window, attention_mask(mask_inputs, window)).first;
-      call.mask = it->second;
-    }
+    const AttentionCall call = calls.call(i);
     auto* block = model->layers[i]->as<DecoderBlockImpl>();
     if (runner_) {
       // The runner may call the layer again later (in backward): the call keeps its own copy of the angles,
-      // which live in this function's map.
+      // which live in `calls`.
       auto angles = std::make_shared<RotaryAngles>(*call.angles);
       x = runner_(i, x, [block, call, angles](const at::Tensor& h) {
         AttentionCall again = call;
