@@ -167,63 +167,32 @@ std::vector<double> GrpoObjective::score(const std::vector<std::int64_t>& prompt
   return total;
 }
 
-GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std::int64_t step, std::int64_t micro) {
-  const std::vector<std::int64_t> index = to_vector(prompt_index);
-  std::vector<std::vector<std::int32_t>> prompts;
-  for (auto i : index) {
-    if (i < 0 || i >= static_cast<std::int64_t>(prompts_.size())) {
-      fail("prompt_index ", i, " is outside the ", prompts_.size(), " prompts the objective holds");
-    }
-    prompts.push_back(prompts_[static_cast<std::size_t>(i)].ids);
-  }
-  RolloutRequest sampling;
-  sampling.temperature = config_.temperature;
-  sampling.top_p = config_.top_p;
-  sampling.max_new_tokens = config_.max_new_tokens;
-  sampling.n = config_.group_size;
-  sampling.eos_ids = stop_ids_;
-  sampling.seed = rollout_seed(seed_, step, micro);
-  using Clock = std::chrono::steady_clock;
-  const auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  auto started = Clock::now();
-  const Rollouts g = rollout_(policy_, prompts, sampling);
-  const double rollout_seconds = seconds_since(started);
+namespace {
 
-  // Completions as text for the rewards: without the stop token, as TRL decodes with skip_special_tokens.
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The rollout's rows as the loss reads them: prompt + completion ids right-padded to the longest, the
+// completion targets' mask, each row's completion length and each reward's score per row.
+struct RolloutRows {
+  at::Tensor ids, mask, lengths, scores;
+};
+
+RolloutRows rollout_rows(const std::vector<std::vector<std::int32_t>>& prompts, const Rollouts& g,
+                         const std::vector<std::vector<double>>& per_reward) {
   const std::int64_t rows = g.rows();
-  std::vector<std::string> completions;
-  std::vector<std::int64_t> row_prompt;
   std::int64_t width = 0;
   for (std::int64_t r = 0; r < rows; ++r) {
-    const auto& tokens = g.tokens[static_cast<std::size_t>(r)];
-    const std::size_t text_tokens = tokens.size() - (g.stopped_at_eos[static_cast<std::size_t>(r)] ? 1 : 0);
-    completions.push_back(tokenizer_->decode(std::span<const data::TokenId>(tokens.data(), text_tokens)));
-    row_prompt.push_back(index[static_cast<std::size_t>(g.prompt_of(r))]);
-    width = std::max(width, static_cast<std::int64_t>(prompts[static_cast<std::size_t>(g.prompt_of(r))].size() + tokens.size()));
+    width = std::max(width, static_cast<std::int64_t>(prompts[static_cast<std::size_t>(g.prompt_of(r))].size() +
+                                                      g.tokens[static_cast<std::size_t>(r)].size()));
   }
-  std::vector<std::vector<double>> per_reward;
-  std::vector<double> total;
-  started = Clock::now();
-  try {
-    total = score(row_prompt, completions, &per_reward);
-  } catch (const Error& e) {
-    fail("GRPO step ", step + 1, ", rollout batch ", micro + 1, ": ", e.what(),
-         "\nThe run stopped before this step; its checkpoints are intact, and the same command resumes from the last one");
-  }
-
-  Rollout out;
-  out.rollout_seconds = rollout_seconds;
-  out.reward_seconds = seconds_since(started);
-  out.prompt_index = prompt_index.to(at::kCPU, at::kLong).contiguous().clone();
-  at::Tensor ids = at::zeros({rows, width}, at::kLong);
-  at::Tensor mask = at::zeros({rows, width - 1}, at::kFloat);
-  at::Tensor lengths = at::empty({rows}, at::kLong);
-  at::Tensor scores = at::empty({rows, static_cast<std::int64_t>(rewards_.size())}, at::kDouble);
-  auto* id = ids.data_ptr<std::int64_t>();
-  auto* m = mask.data_ptr<float>();
-  auto* len = lengths.data_ptr<std::int64_t>();
-  auto* sc = scores.data_ptr<double>();
-  const auto k_rewards = static_cast<std::int64_t>(rewards_.size());
+  const auto k_rewards = static_cast<std::int64_t>(per_reward.size());
+  RolloutRows out{at::zeros({rows, width}, at::kLong), at::zeros({rows, width - 1}, at::kFloat), at::empty({rows}, at::kLong),
+                  at::empty({rows, k_rewards}, at::kDouble)};
+  auto* id = out.ids.data_ptr<std::int64_t>();
+  auto* m = out.mask.data_ptr<float>();
+  auto* len = out.lengths.data_ptr<std::int64_t>();
+  auto* sc = out.scores.data_ptr<double>();
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto& prompt = prompts[static_cast<std::size_t>(g.prompt_of(r))];
     const auto& tokens = g.tokens[static_cast<std::size_t>(r)];
@@ -235,24 +204,83 @@ GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std
     len[r] = lc;
     for (std::int64_t k = 0; k < k_rewards; ++k) sc[r * k_rewards + k] = per_reward[static_cast<std::size_t>(k)][static_cast<std::size_t>(r)];
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::int32_t>> GrpoObjective::prompt_ids(const std::vector<std::int64_t>& index) const {
+  std::vector<std::vector<std::int32_t>> prompts;
+  for (auto i : index) {
+    if (i < 0 || i >= static_cast<std::int64_t>(prompts_.size())) {
+      fail("prompt_index ", i, " is outside the ", prompts_.size(), " prompts the objective holds");
+    }
+    prompts.push_back(prompts_[static_cast<std::size_t>(i)].ids);
+  }
+  return prompts;
+}
+
+std::vector<std::string> GrpoObjective::completion_texts(const Rollouts& g) const {
+  // Without the stop token, as TRL decodes with skip_special_tokens.
+  std::vector<std::string> completions;
+  for (std::int64_t r = 0; r < g.rows(); ++r) {
+    const auto& tokens = g.tokens[static_cast<std::size_t>(r)];
+    const std::size_t text_tokens = tokens.size() - (g.stopped_at_eos[static_cast<std::size_t>(r)] ? 1 : 0);
+    completions.push_back(tokenizer_->decode(std::span<const data::TokenId>(tokens.data(), text_tokens)));
+  }
+  return completions;
+}
+
+GrpoObjective::Rollout GrpoObjective::sample(const at::Tensor& prompt_index, std::int64_t step, std::int64_t micro) {
+  const std::vector<std::int64_t> index = to_vector(prompt_index);
+  const std::vector<std::vector<std::int32_t>> prompts = prompt_ids(index);
+  RolloutRequest sampling;
+  sampling.temperature = config_.temperature;
+  sampling.top_p = config_.top_p;
+  sampling.max_new_tokens = config_.max_new_tokens;
+  sampling.n = config_.group_size;
+  sampling.eos_ids = stop_ids_;
+  sampling.seed = rollout_seed(seed_, step, micro);
+  auto started = Clock::now();
+  const Rollouts g = rollout_(policy_, prompts, sampling);
+  Rollout out;
+  out.rollout_seconds = seconds_since(started);
+
+  std::vector<std::int64_t> row_prompt;
+  for (std::int64_t r = 0; r < g.rows(); ++r) row_prompt.push_back(index[static_cast<std::size_t>(g.prompt_of(r))]);
+  std::vector<std::vector<double>> per_reward;
+  std::vector<double> total;
+  started = Clock::now();
+  try {
+    total = score(row_prompt, completion_texts(g), &per_reward);
+  } catch (const Error& e) {
+    fail("GRPO step ", step + 1, ", rollout batch ", micro + 1, ": ", e.what(),
+         "\nThe run stopped before this step; its checkpoints are intact, and the same command resumes from the last one");
+  }
+  out.reward_seconds = seconds_since(started);
+
+  RolloutRows rows = rollout_rows(prompts, g, per_reward);
   const auto device = device_of(*policy_);
-  out.ids = ids.to(device);
-  out.mask = mask.to(device);
-  out.lengths = lengths;
-  out.rewards = scores;
+  out.prompt_index = prompt_index.to(at::kCPU, at::kLong).contiguous().clone();
+  out.ids = rows.ids.to(device);
+  out.mask = rows.mask.to(device);
+  out.lengths = rows.lengths;
+  out.rewards = rows.scores;
   out.advantages = group_advantages(at::tensor(total, at::kDouble).to(at::kFloat), config_.group_size, config_.scale_rewards).to(device);
   started = Clock::now();
-  if (config_.beta > 0 && reference_is_base_) {
-    at::NoGradGuard no_grad;
-    nn::AdaptersOff base(policy_);
-    out.ref_logp = logprobs(policy_, out.ids, out.mask).detach();
-  } else if (config_.beta > 0) {
-    place_reference();
-    at::NoGradGuard no_grad;
-    out.ref_logp = logprobs(reference_, out.ids, out.mask).detach();
-  }
+  if (config_.beta > 0) out.ref_logp = reference_logprobs(out.ids, out.mask);
   out.reference_seconds = seconds_since(started);
   return out;
+}
+
+at::Tensor GrpoObjective::reference_logprobs(const at::Tensor& ids, const at::Tensor& mask) {
+  at::NoGradGuard no_grad;
+  if (reference_is_base_) {
+    nn::AdaptersOff base(policy_);
+    return logprobs(policy_, ids, mask).detach();
+  }
+  place_reference();
+  return logprobs(reference_, ids, mask).detach();
 }
 
 Loss GrpoObjective::loss(const data::Batch& batch, std::int64_t step) {
@@ -312,22 +340,15 @@ Loss GrpoObjective::loss(const data::Batch& batch, std::int64_t step) {
 
 Statistics GrpoObjective::evaluate(const data::Batch& batch) {
   const std::vector<std::int64_t> index = to_vector(batch.get("prompt_index"));
-  std::vector<std::vector<std::int32_t>> prompts;
-  for (auto i : index) prompts.push_back(prompts_.at(static_cast<std::size_t>(i)).ids);
   RolloutRequest sampling;
   sampling.temperature = 0;  // greedy: the validation reward is a function of the weights alone
   sampling.max_new_tokens = config_.max_new_tokens;
   sampling.eos_ids = stop_ids_;
-  const Rollouts g = rollout_(policy_, prompts, sampling);
-  std::vector<std::string> completions;
+  const Rollouts g = rollout_(policy_, prompt_ids(index), sampling);
+  const std::vector<std::string> completions = completion_texts(g);
   Statistics stats;
   double length = 0;
-  for (std::int64_t r = 0; r < g.rows(); ++r) {
-    const auto& tokens = g.tokens[static_cast<std::size_t>(r)];
-    const std::size_t text_tokens = tokens.size() - (g.stopped_at_eos[static_cast<std::size_t>(r)] ? 1 : 0);
-    completions.push_back(tokenizer_->decode(std::span<const data::TokenId>(tokens.data(), text_tokens)));
-    length += static_cast<double>(tokens.size());
-  }
+  for (const auto& tokens : g.tokens) length += static_cast<double>(tokens.size());
   std::vector<std::vector<double>> per_reward;
   std::vector<double> total;
   try {

@@ -119,6 +119,10 @@ class GrpoObjective final : public Objective {
 
  private:
   Rollout sample(const at::Tensor& prompt_index, std::int64_t step, std::int64_t micro);
+  std::vector<std::vector<std::int32_t>> prompt_ids(const std::vector<std::int64_t>& index) const;
+  std::vector<std::string> completion_texts(const Rollouts& rollouts) const;
+  // The reference's per-token log-probabilities of a rollout (beta > 0), without gradients.
+  at::Tensor reference_logprobs(const at::Tensor& ids, const at::Tensor& mask);
   std::vector<double> score(const std::vector<std::int64_t>& prompt_rows, const std::vector<std::string>& completions,
                             std::vector<std::vector<double>>* per_reward);
   void place_reference();  // loads the reference if need be, on the policy's device
