@@ -44,13 +44,15 @@ TEST(LayerOrder, CatchesAPlantedUpwardIncludeNamingFileAndLine) {
   dew::test::TempDir tmp;
   fs::create_directories(tmp / "core");
   fs::create_directories(tmp / "runs");
-  dew::test::write_text(tmp / "runs" / "run.h", "#pragma once\n#include \"dew/core/error.h\"\n");
+  dew::test::write_text(tmp / "runs" / "run.h", "#pragma once\n#include <string>\n");
+  dew::test::write_text(tmp / "runs" / "run.cpp", "#include \"dew/runs/run.h\"\n#include \"dew/core/error.h\"\n");
   dew::test::write_text(tmp / "core" / "error.h", "#pragma once\n#include <string>\n");
   fs::create_directories(tmp / "nn");
   fs::create_directories(tmp / "data");
   EXPECT_EQ(joined(layer_violations(tmp.path(), parse_layer_order(kOrder))), "");
 
   dew::test::write_text(tmp / "core" / "error.cpp", "#include \"dew/core/error.h\"\n\n#include \"dew/runs/run.h\"\n");
+  std::filesystem::remove(tmp / "runs" / "run.cpp");  // else runs and core would include each other
   const auto found = layer_violations(tmp.path(), parse_layer_order(kOrder));
   ASSERT_EQ(found.size(), 1u) << joined(found);
   EXPECT_NE(found[0].find("src/dew/core/error.cpp:3"), std::string::npos) << found[0];

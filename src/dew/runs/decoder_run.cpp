@@ -234,10 +234,10 @@ training::FitResult DecoderRun::train(std::FILE* out) {
   auto& train_rows = train_split.rows;
   auto& val_rows = val_split.rows;
   if (out) {
-    const std::vector<std::string> prepared = task_->notes();
-    for (const auto* notes : {&prepared, &train_split.notes, &val_split.notes}) {
-      for (const auto& note : *notes) std::fprintf(out, "note: %s\n", note.c_str());
-    }
+    std::vector<std::string> notes = task_->notes();
+    notes.insert(notes.end(), train_split.notes.begin(), train_split.notes.end());
+    notes.insert(notes.end(), val_split.notes.begin(), val_split.notes.end());
+    for (const auto& note : notes) std::fprintf(out, "note: %s\n", note.c_str());
     if (!val_rows) std::fprintf(out, "note: no validation split (or it is shorter than one row); no validation\n");
     if (frozen_bytes_freed > 0) {
       std::fprintf(out, "note: the frozen base weights are kept in %s, the compute dtype (%.0f MiB less)\n",
