@@ -92,15 +92,17 @@ std::vector<std::string> layer_violations(const fs::path& src_root, const std::m
     if (inc.from == inc.to) continue;
     const auto from = order.find(inc.from), to = order.find(inc.to);
     if (from == order.end() || to == order.end()) continue;  // reported above (or a header that does not exist)
-    if (edges.count({inc.to, inc.from})) {
-      out.push_back(where(inc) + ": " + inc.from + " includes " + inc.to + ", and " + inc.to + " includes " + inc.from +
-                    "; two folders may not include each other");
-    } else if (to->second > from->second) {
-      out.push_back(where(inc) + ": " + inc.from + " (level " + std::to_string(from->second) + ") includes " + inc.to +
-                    " (level " + std::to_string(to->second) + "), a higher layer");
+    const bool mutual = edges.count({inc.to, inc.from}) > 0;
+    // A pair that includes each other is reported from its lower side (the include that goes up), so a
+    // planted upward include is named once, not by every include of the other direction.
+    if (to->second > from->second) {
+      out.push_back(where(inc) + ": " + inc.from + " (level " + std::to_string(from->second) + ") includes " + inc.to + " (level " +
+                    std::to_string(to->second) + "), a higher layer" +
+                    (mutual ? "; and " + inc.to + " includes " + inc.from + ": two folders may not include each other" : ""));
     } else if (to->second == from->second) {
-      out.push_back(where(inc) + ": " + inc.from + " includes its peer " + inc.to +
-                    " (the same line of the layer order); peers may not include each other");
+      out.push_back(where(inc) + ": " + inc.from + " includes " + inc.to +
+                    (mutual ? ", and " + inc.to + " includes " + inc.from + "; two folders may not include each other"
+                            : ", its peer (the same line of the layer order); peers may not include each other"));
     }
   }
   return out;

@@ -16,9 +16,9 @@ namespace dew::test {
 std::map<std::string, int> parse_layer_order(const std::string& markdown);
 
 // Every breach of the rule in the tree under `src_root` (the directory holding the layer folders, i.e.
-// src/dew), one line each, naming file and line: an include of a higher or peer folder, an include of two
-// folders that include each other, a folder the order does not list, a quoted include that is not
-// "dew/...". Empty when the tree keeps the order.
+// src/dew), one line each, naming file and line: an include of a higher or peer folder (saying so when the
+// two include each other), a folder the order does not list, a quoted include that is not "dew/...".
+// Empty when the tree keeps the order.
 std::vector<std::string> layer_violations(const std::filesystem::path& src_root, const std::map<std::string, int>& order);
 
 }  // namespace dew::test
