@@ -139,118 +139,150 @@ void check_trainer_config(const BpeTrainerConfig& config) {
     fail("max_input_bytes ", config.max_input_bytes, " is negative; use 0 (read everything) or a byte count");
 }
 
+namespace {
+
+// The state of one training run: the vocabulary so far, each distinct piece as symbols with its count, the
+// live count of every adjacent pair and the words holding it, and a max-queue of pairs by count whose stale
+// entries (counts that changed since they were pushed) are re-pushed or dropped when they surface.
+class BpeLearner {
+ public:
+  BpeLearner(const PieceCounts& pieces, const BpeTrainerConfig& config) : config_(config) {
+    parts_.split_pattern = config.split_pattern;
+    for (const auto& special : config.special_tokens) {
+      Symbol id = add_token(special);
+      parts_.added_tokens.push_back({special, static_cast<TokenId>(id), true});
+    }
+    specials_.insert(config.special_tokens.begin(), config.special_tokens.end());
+    for (std::uint8_t b : byte_level_order()) byte_id_[b] = add_token(std::string(1, static_cast<char>(b)));
+    read_words(pieces);
+    count_pairs();
+  }
+
+  BpeParts learn() {
+    const std::int64_t min_count = std::max<std::int64_t>(1, config_.min_frequency);
+    while (static_cast<std::int64_t>(parts_.vocab.size()) < config_.vocab_size && !queue_.empty()) {
+      QueueEntry top = queue_.top();
+      queue_.pop();
+      PairKey key = pair_key(top.left, top.right);
+      auto live = pair_counts_.find(key);
+      std::int64_t count = live == pair_counts_.end() ? 0 : live->second;
+      if (count != top.count) {  // stale: put it back with its live count
+        if (count > 0) queue_.push({count, top.left, top.right});
+        continue;
+      }
+      if (count < min_count) break;
+      merge(top, key);
+    }
+    return std::move(parts_);
+  }
+
+ private:
+  Symbol add_token(std::string token) {
+    auto id = static_cast<Symbol>(parts_.vocab.size());
+    ids_.emplace(token, id);
+    parts_.vocab.push_back(std::move(token));
+    return id;
+  }
+
+  // Words: each distinct piece as symbols (its bytes' ids), with its count.
+  void read_words(const PieceCounts& pieces) {
+    words_.reserve(pieces.size());
+    for (const auto& [piece, count] : pieces) {
+      if (piece.empty() || count == 0) continue;
+      std::vector<Symbol> symbols(piece.size());
+      for (std::size_t i = 0; i < piece.size(); ++i) symbols[i] = byte_id_[static_cast<std::uint8_t>(piece[i])];
+      words_.push_back(std::move(symbols));
+      word_counts_.push_back(static_cast<std::int64_t>(count));
+    }
+    visited_.assign(words_.size(), 0);
+  }
+
+  void count_pairs() {
+    pair_counts_.reserve(1 << 16);
+    for (std::uint32_t w = 0; w < words_.size(); ++w) {
+      const auto& symbols = words_[w];
+      for (std::size_t i = 0; i + 1 < symbols.size(); ++i) {
+        PairKey key = pair_key(symbols[i], symbols[i + 1]);
+        pair_counts_[key] += word_counts_[w];
+        auto& list = pair_words_[key];
+        if (list.empty() || list.back() != w) list.push_back(w);
+      }
+    }
+    for (const auto& [key, count] : pair_counts_) queue_.push({count, left_of(key), right_of(key)});
+  }
+
+  // Merges the most frequent pair into one token everywhere it occurs, updating the counts of the pairs
+  // around each occurrence and queueing the pairs that appeared.
+  void merge(const QueueEntry& top, PairKey key) {
+    std::string token = parts_.vocab[top.left] + parts_.vocab[top.right];
+    // Text never becomes a special token's id (Hugging Face would reuse that id here, so "ab" in a corpus
+    // would encode as the special token "ab"): the pair is left unmerged for good.
+    if (specials_.count(token)) {
+      blocked_.insert(key);
+      pair_counts_.erase(key);
+      pair_words_.erase(key);
+      return;
+    }
+    // A string learned before along another path (a+bc vs ab+c) keeps its first id.
+    auto found = ids_.find(token);
+    Symbol merged = found != ids_.end() ? found->second : add_token(token);
+    // A pair merged before can come back when a reused id meets new neighbours; merging it again keeps
+    // the words as the encoder would see them, and its rule is already in the list.
+    if (merged_pairs_.insert(key).second) parts_.merges.emplace_back(parts_.vocab[top.left], parts_.vocab[top.right]);
+
+    ++step_;
+    std::vector<std::uint32_t> holders = std::move(pair_words_[key]);
+    pair_words_.erase(key);
+    pair_counts_.erase(key);
+    appeared_.clear();
+    for (std::uint32_t w : holders) {
+      if (visited_[w] == step_) continue;
+      visited_[w] = step_;
+      const std::int64_t weight = word_counts_[w];
+      merge_word(words_[w], top.left, top.right, merged, [&](Symbol a, Symbol b, int delta) {
+        PairKey changed = pair_key(a, b);
+        if (blocked_.count(changed)) return;
+        pair_counts_[changed] += delta * weight;
+        if (delta > 0) {
+          auto& list = pair_words_[changed];
+          if (list.empty() || list.back() != w) list.push_back(w);
+          appeared_.push_back(changed);
+        }
+      });
+    }
+    std::sort(appeared_.begin(), appeared_.end());
+    appeared_.erase(std::unique(appeared_.begin(), appeared_.end()), appeared_.end());
+    for (PairKey changed : appeared_) {
+      std::int64_t c = pair_counts_[changed];
+      if (c > 0 && !blocked_.count(changed)) queue_.push({c, left_of(changed), right_of(changed)});
+    }
+  }
+
+  const BpeTrainerConfig& config_;
+  BpeParts parts_;
+  std::unordered_map<std::string, Symbol> ids_;  // learned tokens (raw bytes) and special tokens -> id
+  std::set<std::string> specials_;
+  std::array<Symbol, 256> byte_id_{};
+  std::vector<std::vector<Symbol>> words_;
+  std::vector<std::int64_t> word_counts_;
+  std::unordered_map<PairKey, std::int64_t> pair_counts_;
+  std::unordered_map<PairKey, std::vector<std::uint32_t>> pair_words_;  // may hold stale or repeated words
+  std::priority_queue<QueueEntry, std::vector<QueueEntry>, LowerPriority> queue_;
+  std::unordered_set<PairKey> merged_pairs_, blocked_;
+  std::vector<std::uint32_t> visited_;  // merge number that last visited each word
+  std::vector<PairKey> appeared_;
+  std::uint32_t step_ = 0;
+};
+
+}  // namespace
+
 BpeParts learn_bpe(const PieceCounts& pieces, const BpeTrainerConfig& config) {
   check_trainer_config(config);
   std::uint64_t total = 0;
   for (const auto& [piece, count] : pieces)
     if (!piece.empty()) total += count;
   if (total == 0) fail("there is no text to learn from: the training input is empty");
-
-  BpeParts parts;
-  parts.split_pattern = config.split_pattern;
-  std::unordered_map<std::string, Symbol> ids;  // learned tokens (raw bytes) and special tokens -> id
-  auto add_token = [&](std::string token) {
-    auto id = static_cast<Symbol>(parts.vocab.size());
-    ids.emplace(token, id);
-    parts.vocab.push_back(std::move(token));
-    return id;
-  };
-  for (const auto& special : config.special_tokens) {
-    Symbol id = add_token(special);
-    parts.added_tokens.push_back({special, static_cast<TokenId>(id), true});
-  }
-  std::array<Symbol, 256> byte_id{};
-  for (std::uint8_t b : byte_level_order()) byte_id[b] = add_token(std::string(1, static_cast<char>(b)));
-
-  // Words: each distinct piece as symbols, with its count.
-  std::vector<std::vector<Symbol>> words;
-  std::vector<std::int64_t> word_counts;
-  words.reserve(pieces.size());
-  for (const auto& [piece, count] : pieces) {
-    if (piece.empty() || count == 0) continue;
-    std::vector<Symbol> symbols(piece.size());
-    for (std::size_t i = 0; i < piece.size(); ++i) symbols[i] = byte_id[static_cast<std::uint8_t>(piece[i])];
-    words.push_back(std::move(symbols));
-    word_counts.push_back(static_cast<std::int64_t>(count));
-  }
-
-  std::unordered_map<PairKey, std::int64_t> pair_counts;
-  std::unordered_map<PairKey, std::vector<std::uint32_t>> pair_words;  // may hold stale or repeated words
-  pair_counts.reserve(1 << 16);
-  for (std::uint32_t w = 0; w < words.size(); ++w) {
-    const auto& symbols = words[w];
-    for (std::size_t i = 0; i + 1 < symbols.size(); ++i) {
-      PairKey key = pair_key(symbols[i], symbols[i + 1]);
-      pair_counts[key] += word_counts[w];
-      auto& list = pair_words[key];
-      if (list.empty() || list.back() != w) list.push_back(w);
-    }
-  }
-  std::priority_queue<QueueEntry, std::vector<QueueEntry>, LowerPriority> queue;
-  for (const auto& [key, count] : pair_counts) queue.push({count, left_of(key), right_of(key)});
-
-  const std::int64_t min_count = std::max<std::int64_t>(1, config.min_frequency);
-  std::unordered_set<PairKey> merged_pairs, blocked;
-  const std::set<std::string> specials(config.special_tokens.begin(), config.special_tokens.end());
-  std::vector<std::uint32_t> visited(words.size(), 0);  // merge number that last visited each word
-  std::vector<PairKey> appeared;
-  std::uint32_t step = 0;
-  while (static_cast<std::int64_t>(parts.vocab.size()) < config.vocab_size && !queue.empty()) {
-    QueueEntry top = queue.top();
-    queue.pop();
-    PairKey key = pair_key(top.left, top.right);
-    auto live = pair_counts.find(key);
-    std::int64_t count = live == pair_counts.end() ? 0 : live->second;
-    if (count != top.count) {  // stale: put it back with its live count
-      if (count > 0) queue.push({count, top.left, top.right});
-      continue;
-    }
-    if (count < min_count) break;
-
-    std::string token = parts.vocab[top.left] + parts.vocab[top.right];
-    // Text never becomes a special token's id (Hugging Face would reuse that id here, so "ab" in a corpus
-    // would encode as the special token "ab"): the pair is left unmerged for good.
-    if (specials.count(token)) {
-      blocked.insert(key);
-      pair_counts.erase(key);
-      pair_words.erase(key);
-      continue;
-    }
-    // A string learned before along another path (a+bc vs ab+c) keeps its first id.
-    auto found = ids.find(token);
-    Symbol merged = found != ids.end() ? found->second : add_token(token);
-    // A pair merged before can come back when a reused id meets new neighbours; merging it again keeps
-    // the words as the encoder would see them, and its rule is already in the list.
-    if (merged_pairs.insert(key).second) parts.merges.emplace_back(parts.vocab[top.left], parts.vocab[top.right]);
-
-    ++step;
-    std::vector<std::uint32_t> holders = std::move(pair_words[key]);
-    pair_words.erase(key);
-    pair_counts.erase(key);
-    appeared.clear();
-    for (std::uint32_t w : holders) {
-      if (visited[w] == step) continue;
-      visited[w] = step;
-      std::int64_t weight = word_counts[w];
-      merge_word(words[w], top.left, top.right, merged, [&](Symbol a, Symbol b, int delta) {
-        PairKey changed = pair_key(a, b);
-        if (blocked.count(changed)) return;
-        pair_counts[changed] += delta * weight;
-        if (delta > 0) {
-          auto& list = pair_words[changed];
-          if (list.empty() || list.back() != w) list.push_back(w);
-          appeared.push_back(changed);
-        }
-      });
-    }
-    std::sort(appeared.begin(), appeared.end());
-    appeared.erase(std::unique(appeared.begin(), appeared.end()), appeared.end());
-    for (PairKey changed : appeared) {
-      std::int64_t c = pair_counts[changed];
-      if (c > 0 && !blocked.count(changed)) queue.push({c, left_of(changed), right_of(changed)});
-    }
-  }
-  return parts;
+  return BpeLearner(pieces, config).learn();
 }
 
 }  // namespace dew::data
