@@ -265,22 +265,30 @@ struct Engine::State {
     }
   }
 
-  // Picks, reports and settles one token for each request in `produced`, whose next-token logits are the
-  // rows of `logits` [k, vocab] fp32, in order.
-  void emit(const std::vector<Request*>& produced, const at::Tensor& logits) {
+  // One token per producing request: the chosen ids and their log-probabilities, the top alternatives when
+  // any request asked for them, and the requests that failed (with why).
+  struct Picked {
+    at::Tensor chosen, logprob;   // [k] CPU
+    at::Tensor top_values, top_ids;  // [k, most asked] CPU; undefined when none asked
+    std::vector<std::string> errors;  // "" = fine
+  };
+
+  // Greedy requests take the batch's argmax; the others (sampled, or penalised) are filtered together, one
+  // pass of the filters per group of equal settings.
+  Picked pick(const std::vector<Request*>& produced, const at::Tensor& logits) {
     const auto k = static_cast<std::int64_t>(produced.size());
     auto finite = at::isfinite(logits).all(-1).to(at::kCPU);
     auto finite_at = finite.accessor<bool, 1>();
-    auto chosen = logits.argmax(-1);  // the plain greedy requests' answer, computed for the whole batch at once
-    std::vector<std::string> errors(static_cast<std::size_t>(k));
-    // The others (sampled, or penalised) together: one pass of the filters per group of equal settings.
+    auto chosen = logits.argmax(-1);
+    Picked out;
+    out.errors.resize(static_cast<std::size_t>(k));
     std::vector<RequestSampler*> samplers;
     std::vector<std::int64_t> sampled_rows;
     for (std::int64_t i = 0; i < k; ++i) {
       Request& r = *produced[static_cast<std::size_t>(i)];
       if (!finite_at[i]) {
-        errors[i] = dew::str("the model produced non-finite logits at step ", r.generated + 1,
-                             " of generation; its weights may hold NaN/Inf");
+        out.errors[i] = dew::str("the model produced non-finite logits at step ", r.generated + 1,
+                                 " of generation; its weights may hold NaN/Inf");
       } else if (!r.sampler->plain_greedy()) {
         samplers.push_back(&*r.sampler);
         sampled_rows.push_back(i);
@@ -293,64 +301,78 @@ struct Engine::State {
         auto picked_at = picked.accessor<std::int64_t, 1>();
         for (std::size_t j = 0; j < sampled_rows.size(); ++j) {
           if (picked_at[static_cast<std::int64_t>(j)] < 0) {
-            errors[sampled_rows[j]] = "the request's filters left no token of positive probability";
+            out.errors[sampled_rows[j]] = "the request's filters left no token of positive probability";
           }
         }
         chosen.index_copy_(0, rows, at::clamp_min(picked, 0).to(chosen.device()));
       } catch (const std::exception& e) {
-        for (auto i : sampled_rows) errors[i] = e.what();
+        for (auto i : sampled_rows) out.errors[i] = e.what();
       }
     }
     auto logprobs = at::log_softmax(logits, -1);
-    auto chosen_cpu = chosen.to(at::kCPU);
-    auto chosen_logprob = logprobs.gather(1, chosen.unsqueeze(1)).squeeze(1).to(at::kCPU);
+    out.chosen = chosen.to(at::kCPU);
+    out.logprob = logprobs.gather(1, chosen.unsqueeze(1)).squeeze(1).to(at::kCPU);
     std::int64_t most_top = 0;
     for (auto* r : produced) most_top = std::max(most_top, r->request.top_logprobs);
-    at::Tensor top_values, top_ids;
     if (most_top > 0) {
       auto [values, ids] = at::topk(logprobs, std::min(most_top, logprobs.size(1)), -1);
-      top_values = values.to(at::kCPU).contiguous();
-      top_ids = ids.to(at::kCPU).contiguous();
+      out.top_values = values.to(at::kCPU).contiguous();
+      out.top_ids = ids.to(at::kCPU).contiguous();
     }
-    auto top_ids_at = [&](std::int64_t i, std::int64_t t) { return top_ids.data_ptr<std::int64_t>()[i * top_ids.size(1) + t]; };
-    auto top_values_at = [&](std::int64_t i, std::int64_t t) { return top_values.data_ptr<float>()[i * top_values.size(1) + t]; };
-    auto chosen_at = chosen_cpu.accessor<std::int64_t, 1>();
-    auto logprob_at = chosen_logprob.accessor<float, 1>();
-    for (std::int64_t i = 0; i < k; ++i) {
+    return out;
+  }
+
+  // Row i of `picked` as the token its request reports.
+  static EngineToken token_of(const Picked& picked, std::int64_t i, std::int64_t top_logprobs) {
+    EngineToken token;
+    token.id = static_cast<std::int32_t>(picked.chosen.accessor<std::int64_t, 1>()[i]);
+    token.logprob = picked.logprob.accessor<float, 1>()[i];
+    const std::int64_t width = picked.top_ids.defined() ? picked.top_ids.size(1) : 0;
+    for (std::int64_t t = 0; t < std::min(top_logprobs, width); ++t) {
+      token.top.emplace_back(static_cast<std::int32_t>(picked.top_ids.data_ptr<std::int64_t>()[i * width + t]),
+                             picked.top_values.data_ptr<float>()[i * width + t]);
+    }
+    return token;
+  }
+
+  // Reports one new token of `r` and ends the request when the token, the length or its consumer says so.
+  void settle(Request& r, EngineToken token) {
+    r.generated += 1;
+    totals.generated_tokens += 1;
+    r.sampler->observe(token.id);
+    const auto& eos = r.request.sampling.eos_ids;
+    const bool at_eos = std::find(eos.begin(), eos.end(), token.id) != eos.end();
+    EngineEvent event;
+    event.request = r.id;
+    event.prompt_tokens = r.prompt_length();
+    event.completion_tokens = r.generated;
+    event.cached_prompt_tokens = r.reused;
+    if (r.generated == 1) event.prompt = std::move(r.prompt_scores);
+    r.last = token.id;
+    event.token = std::move(token);
+    const bool go_on = deliver(r, event);
+    if (r.finished) return;  // cancelled by its own callback
+    if (at_eos) {
+      finish(r, FinishReason::eos);
+    } else if (r.generated == r.request.sampling.max_new_tokens) {
+      finish(r, FinishReason::length);
+    } else if (!go_on) {
+      finish(r, FinishReason::stopped);
+    }
+  }
+
+  // Picks, reports and settles one token for each request in `produced`, whose next-token logits are the
+  // rows of `logits` [k, vocab] fp32, in order.
+  void emit(const std::vector<Request*>& produced, const at::Tensor& logits) {
+    const Picked picked = pick(produced, logits);
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(produced.size()); ++i) {
       Request& r = *produced[static_cast<std::size_t>(i)];
       if (r.finished) continue;  // cancelled by an earlier callback of this step
-      if (!errors[i].empty()) {
-        finish(r, FinishReason::error, errors[i]);
+      if (!picked.errors[i].empty()) {
+        finish(r, FinishReason::error, picked.errors[i]);
         continue;
       }
-      EngineToken token;
-      token.id = static_cast<std::int32_t>(chosen_at[i]);
-      token.logprob = logprob_at[i];
-      for (std::int64_t t = 0; t < std::min(r.request.top_logprobs, top_ids.defined() ? top_ids.size(1) : 0); ++t) {
-        token.top.emplace_back(static_cast<std::int32_t>(top_ids_at(i, t)), top_values_at(i, t));
-      }
-      r.generated += 1;
-      totals.generated_tokens += 1;
-      r.sampler->observe(token.id);
-      const auto& eos = r.request.sampling.eos_ids;
-      const bool at_eos = std::find(eos.begin(), eos.end(), token.id) != eos.end();
-      EngineEvent event;
-      event.request = r.id;
-      event.prompt_tokens = r.prompt_length();
-      event.completion_tokens = r.generated;
-      event.cached_prompt_tokens = r.reused;
-      if (r.generated == 1) event.prompt = std::move(r.prompt_scores);
-      r.last = token.id;
-      event.token = std::move(token);
-      const bool go_on = deliver(r, event);
-      if (r.finished) continue;  // cancelled by its own callback
-      if (at_eos) {
-        finish(r, FinishReason::eos);
-      } else if (r.generated == r.request.sampling.max_new_tokens) {
-        finish(r, FinishReason::length);
-      } else if (!go_on) {
-        finish(r, FinishReason::stopped);
-      }
+      settle(r, token_of(picked, i, r.request.top_logprobs));
     }
   }
 
