@@ -149,92 +149,83 @@ GgufFile::GgufFile(GgufFile&&) noexcept = default;
 GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
 
-void GgufFile::parse() {
-  const std::string& file = name_;
-  Cursor in(bytes_, size_, file);
-  if (size_ < 4) dew::fail("'", file, "' is not a GGUF file: ", size_, " bytes, shorter than the magic");
+namespace {
+
+// The magic and the version (2 or 3); the errors say what the file is instead.
+std::uint32_t read_version(Cursor& in, const std::uint8_t* bytes, std::size_t size, const std::string& file) {
+  if (size < 4) dew::fail("'", file, "' is not a GGUF file: ", size, " bytes, shorter than the magic");
   auto magic = in.read<std::uint32_t>("the magic");
   if (magic != kMagic) {
     std::string shown;
     for (int i = 0; i < 4; ++i) {
-      char c = static_cast<char>(bytes_[i]);
-      shown += (c >= 32 && c < 127) ? std::string(1, c) : dew::str("\\x", std::hex, static_cast<int>(bytes_[i]));
+      char c = static_cast<char>(bytes[i]);
+      shown += (c >= 32 && c < 127) ? std::string(1, c) : dew::str("\\x", std::hex, static_cast<int>(bytes[i]));
     }
     dew::fail("'", file, "' is not a GGUF file: it starts with '", shown, "', not 'GGUF'");
   }
-  version_ = in.read<std::uint32_t>("the version");
-  if (version_ == 1) dew::fail("'", file, "': GGUF version 1 (32-bit counts) is not supported; re-convert it with a current llama.cpp to version 3");
-  if (version_ != 2 && version_ != 3) {
-    bool swapped = (version_ & 0xffff) == 0 && version_ != 0;
-    dew::fail("'", file, "': GGUF version ", version_, " is not supported (dew reads versions 2 and 3)",
+  const auto version = in.read<std::uint32_t>("the version");
+  if (version == 1) dew::fail("'", file, "': GGUF version 1 (32-bit counts) is not supported; re-convert it with a current llama.cpp to version 3");
+  if (version != 2 && version != 3) {
+    bool swapped = (version & 0xffff) == 0 && version != 0;
+    dew::fail("'", file, "': GGUF version ", version, " is not supported (dew reads versions 2 and 3)",
               swapped ? "; this looks like a big-endian GGUF file, which dew does not read" : "");
   }
-  auto tensor_count = in.read<std::uint64_t>("the tensor count");
-  auto kv_count = in.read<std::uint64_t>("the metadata count");
-  // A tensor info takes at least 24 bytes (name length, dims count, type, offset); a key-value 13.
-  in.check_count(tensor_count, 24, "the tensor count");
-  in.check_count(kv_count, 13, "the metadata count");
+  return version;
+}
 
-  metadata_.reserve(static_cast<std::size_t>(kv_count));
+std::vector<std::pair<std::string, GgufValue>> read_metadata(Cursor& in, std::uint64_t count, const std::string& file) {
+  std::vector<std::pair<std::string, GgufValue>> metadata;
+  metadata.reserve(static_cast<std::size_t>(count));
   std::unordered_set<std::string> keys;
   Budget budget;
-  for (std::uint64_t i = 0; i < kv_count; ++i) {
+  for (std::uint64_t i = 0; i < count; ++i) {
     auto key = in.read_string("a metadata key");
     auto type = read_value_type(in, key, file);
     auto value = read_value(in, type, key, file, 0, budget);
     value.key = key;
     if (!keys.insert(key).second) dew::fail("'", file, "': metadata key '", printable(key), "' appears twice");
-    metadata_.emplace_back(std::move(key), std::move(value));
+    metadata.emplace_back(std::move(key), std::move(value));
   }
+  return metadata;
+}
 
-  if (const auto* a = find("general.alignment")) {
-    if (!a->is_integer()) dew::fail("'", file, "': general.alignment is a ", a->type_name(), ", expected uint32");
-    auto v = a->as_uint();
-    if (v == 0 || (v & (v - 1)) != 0 || v > kMaxAlignment) {
-      dew::fail("'", file, "': general.alignment ", v, " must be a power of two no larger than ", kMaxAlignment);
+// One tensor info: name, dimensions, type and data offset, with its byte size (whole blocks per row).
+GgufTensorInfo read_tensor_info(Cursor& in, const std::string& file) {
+  GgufTensorInfo info;
+  info.name = in.read_string("a tensor name");
+  const auto where = dew::str("'", file, "' tensor '", printable(info.name), "'");
+  auto n_dims = in.read<std::uint32_t>("a tensor's dimension count");
+  if (n_dims > kMaxDims) dew::fail(where, ": ", n_dims, " dimensions, GGUF allows at most ", kMaxDims);
+  std::uint64_t elements = 1;
+  for (std::uint32_t d = 0; d < n_dims; ++d) {
+    auto n = in.read<std::uint64_t>("a tensor dimension");
+    if (n > (std::uint64_t{1} << 62) || (n != 0 && elements > (std::uint64_t{1} << 62) / n)) {
+      dew::fail(where, ": dimension ", d, " = ", n, " makes the tensor impossibly large");
     }
-    alignment_ = static_cast<std::size_t>(v);
+    elements *= n;
+    info.dims.push_back(static_cast<std::int64_t>(n));
   }
-
-  tensors_.reserve(static_cast<std::size_t>(tensor_count));
-  std::unordered_set<std::string> names;
-  for (std::uint64_t i = 0; i < tensor_count; ++i) {
-    GgufTensorInfo info;
-    info.name = in.read_string("a tensor name");
-    const auto where = dew::str("'", file, "' tensor '", printable(info.name), "'");
-    auto n_dims = in.read<std::uint32_t>("a tensor's dimension count");
-    if (n_dims > kMaxDims) dew::fail(where, ": ", n_dims, " dimensions, GGUF allows at most ", kMaxDims);
-    std::uint64_t elements = 1;
-    for (std::uint32_t d = 0; d < n_dims; ++d) {
-      auto n = in.read<std::uint64_t>("a tensor dimension");
-      if (n > (std::uint64_t{1} << 62) || (n != 0 && elements > (std::uint64_t{1} << 62) / n)) {
-        dew::fail(where, ": dimension ", d, " = ", n, " makes the tensor impossibly large");
-      }
-      elements *= n;
-      info.dims.push_back(static_cast<std::int64_t>(n));
-    }
-    auto raw_type = in.read<std::uint32_t>("a tensor type");
-    if (!ggml_type_known(raw_type)) dew::fail(where, ": unknown ggml type ", raw_type);
-    info.type = static_cast<GgmlType>(raw_type);
-    info.offset = in.read<std::uint64_t>("a tensor offset");
-    const auto block = static_cast<std::uint64_t>(ggml_block_size(info.type));
-    const std::uint64_t row = info.dims.empty() ? 1 : static_cast<std::uint64_t>(info.dims[0]);
-    if (row % block != 0) {
-      dew::fail(where, ": ", ggml_type_name(info.type), " stores blocks of ", block, " elements but its rows (dims[0]) have ",
-                row);
-    }
-    info.bytes = elements / block * static_cast<std::uint64_t>(ggml_block_bytes(info.type));
-    if (!names.insert(info.name).second) dew::fail(where, ": appears twice");
-    tensors_.push_back(std::move(info));
+  auto raw_type = in.read<std::uint32_t>("a tensor type");
+  if (!ggml_type_known(raw_type)) dew::fail(where, ": unknown ggml type ", raw_type);
+  info.type = static_cast<GgmlType>(raw_type);
+  info.offset = in.read<std::uint64_t>("a tensor offset");
+  const auto block = static_cast<std::uint64_t>(ggml_block_size(info.type));
+  const std::uint64_t row = info.dims.empty() ? 1 : static_cast<std::uint64_t>(info.dims[0]);
+  if (row % block != 0) {
+    dew::fail(where, ": ", ggml_type_name(info.type), " stores blocks of ", block, " elements but its rows (dims[0]) have ", row);
   }
+  info.bytes = elements / block * static_cast<std::uint64_t>(ggml_block_bytes(info.type));
+  return info;
+}
 
-  data_start_ = (in.position() + alignment_ - 1) / alignment_ * alignment_;
-  const std::uint64_t data_size = size_ > data_start_ ? size_ - data_start_ : 0;
+// Every tensor's data aligned, inside the data section, and overlapping no other.
+void check_tensor_data(const std::vector<GgufTensorInfo>& tensors, std::size_t alignment, std::uint64_t data_size,
+                       const std::string& file) {
   std::vector<std::pair<std::uint64_t, const GgufTensorInfo*>> ranges;
-  for (const auto& t : tensors_) {
+  for (const auto& t : tensors) {
     const auto where = dew::str("'", file, "' tensor '", printable(t.name), "'");
-    if (t.offset % alignment_ != 0) {
-      dew::fail(where, ": data offset ", t.offset, " is not a multiple of the alignment ", alignment_);
+    if (t.offset % alignment != 0) {
+      dew::fail(where, ": data offset ", t.offset, " is not a multiple of the alignment ", alignment);
     }
     if (t.offset > data_size || t.bytes > data_size - t.offset) {
       dew::fail(where, ": ", t.bytes, " bytes at data offset ", t.offset, " end past the ", data_size,
@@ -250,6 +241,39 @@ void GgufFile::parse() {
                 ranges[i].first);
     }
   }
+}
+
+}  // namespace
+
+void GgufFile::parse() {
+  const std::string& file = name_;
+  Cursor in(bytes_, size_, file);
+  version_ = read_version(in, bytes_, size_, file);
+  auto tensor_count = in.read<std::uint64_t>("the tensor count");
+  auto kv_count = in.read<std::uint64_t>("the metadata count");
+  // A tensor info takes at least 24 bytes (name length, dims count, type, offset); a key-value 13.
+  in.check_count(tensor_count, 24, "the tensor count");
+  in.check_count(kv_count, 13, "the metadata count");
+  metadata_ = read_metadata(in, kv_count, file);
+
+  if (const auto* a = find("general.alignment")) {
+    if (!a->is_integer()) dew::fail("'", file, "': general.alignment is a ", a->type_name(), ", expected uint32");
+    auto v = a->as_uint();
+    if (v == 0 || (v & (v - 1)) != 0 || v > kMaxAlignment) {
+      dew::fail("'", file, "': general.alignment ", v, " must be a power of two no larger than ", kMaxAlignment);
+    }
+    alignment_ = static_cast<std::size_t>(v);
+  }
+
+  tensors_.reserve(static_cast<std::size_t>(tensor_count));
+  std::unordered_set<std::string> names;
+  for (std::uint64_t i = 0; i < tensor_count; ++i) {
+    GgufTensorInfo info = read_tensor_info(in, file);
+    if (!names.insert(info.name).second) dew::fail("'", file, "' tensor '", printable(info.name), "': appears twice");
+    tensors_.push_back(std::move(info));
+  }
+  data_start_ = (in.position() + alignment_ - 1) / alignment_ * alignment_;
+  check_tensor_data(tensors_, alignment_, size_ > data_start_ ? size_ - data_start_ : 0, file);
 }
 
 const GgufValue* GgufFile::find(const std::string& key) const {
