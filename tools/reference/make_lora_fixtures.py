@@ -11,6 +11,7 @@ Writes under tests/fixtures/lora/:
   logits.json                                 {"ids": [B][S], "base": [B][S][V] the base model's logits,
                                               "adapted": the peft model's, "merged": merge_and_unload()'s}
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_lora_fixtures.py
 (torch 2.11, transformers 5.25, peft 0.21 from PyPI). Deterministic: fixed seeds, float32, CPU, eager attention.
 """
