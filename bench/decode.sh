@@ -61,7 +61,7 @@ if [[ " $PEERS " == *" llama.cpp "* && ! -x "$LLAMA_BENCH" ]]; then
 fi
 if [[ " $PEERS " == *" transformers "* ]] && ! "$VENV/bin/python" -c 'import torch, transformers, gguf, accelerate' 2>/dev/null; then
   python3 -m venv "$VENV"
-  "$VENV/bin/python" -m pip install -q torch==2.11.0 transformers gguf accelerate
+  "$VENV/bin/python" -m pip install -q -c tools/bench/requirements.txt torch transformers gguf accelerate
 fi
 
 LINES=$(mktemp)

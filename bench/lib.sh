@@ -3,10 +3,14 @@
 #   bench_binary DIR NAME       the path of the bench binary DIR/NAME, built first (ninja -C DIR/..) when
 #                               missing and DIR/.. is a Ninja build directory; exits when it cannot be had
 #   bench_venv VENV PACKAGES..  makes the peers' venv (Python >= 3.12 when the machine has one: dewml needs
-#                               it) and pip-installs the packages when an import of each fails
+#                               it) and pip-installs the packages when an import of each fails, at the
+#                               versions tools/bench/requirements.txt pins (BENCH_REQUIREMENTS, pip -c)
 #   wait_quiet [SECONDS]        waits (default 120 s) for the machine to be idle (< 10% busy), prints the
 #                               busy percent it started at: on a shared machine another process's burst
 #                               slows a 2-thread OpenMP run by far more than its share
+
+# Every package the peers' venv gets, and what those pull in, is held to these exact versions.
+BENCH_REQUIREMENTS=${BENCH_REQUIREMENTS:-tools/bench/requirements.txt}
 
 bench_binary() {
   local dir=$1 name=$2
@@ -37,7 +41,7 @@ bench_venv() {
     module=${package%%[=<>~]*}
     case $module in dewml) module=dew ;; esac
     if ! "$venv/bin/python" -c "import $module" 2>/dev/null; then
-      "$venv/bin/python" -m pip install -q "$package" >&2 || echo "pip install $package failed" >&2
+      "$venv/bin/python" -m pip install -q -c "$BENCH_REQUIREMENTS" "$package" >&2 || echo "pip install $package failed" >&2
     fi
   done
 }
@@ -66,7 +70,7 @@ dewml_reason() {
   local venv=$1 script=$2 log reason
   log=$(dirname "$venv")/dewml-install.log
   if ! "$venv/bin/python" -c 'import dew' 2>/dev/null; then
-    "$venv/bin/python" -m pip install -q dewml >"$log" 2>&1 || true
+    "$venv/bin/python" -m pip install -q -c "$BENCH_REQUIREMENTS" dewml >"$log" 2>&1 || true
   fi
   reason=$("$venv/bin/python" "$script" probe-dewml |
            "$venv/bin/python" -c 'import json,sys; r=json.load(sys.stdin); print(r["reason"] or "")')

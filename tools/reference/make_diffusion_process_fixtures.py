@@ -12,6 +12,7 @@ Writes tests/fixtures/diffusion_process/process.json holding:
                     float32 log-sigma table), and the same sigma_to_t on a float64 table (dew's precision)
 Every float is written with repr() (exact for doubles; the float32 tables are exact in float64).
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     ~/.cache/dew/venv-bench/bin/python tools/reference/make_diffusion_process_fixtures.py
 (diffusers 0.36, torch 2.11 on the CPU). Deterministic: fixed inputs, no randomness.
 """

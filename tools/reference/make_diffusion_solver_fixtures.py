@@ -25,6 +25,7 @@ are Stable Diffusion's 0.00085 .. 0.012, so it is given DDPM's): clip_sample=Fal
 default), skip_prk_steps=True (PNDM), timestep_spacing="trailing" (DPMSolverMultistep, UniPC; their
 "linspace" is a different N+1-point rule) and the trailing timesteps passed to DPMSolverSinglestep.
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     ~/.cache/dew/venv-bench/bin/python tools/reference/make_diffusion_solver_fixtures.py
 (torch 2.11 CPU, diffusers 0.36 from PyPI; scipy's quad, which LMSDiscreteScheduler imports, is stood in for by an
 exact Gauss-Legendre rule because venv-bench has no scipy). Deterministic: fixed seeds, float32.

@@ -22,6 +22,7 @@ And, when tests/fixtures/gguf/dew_written.gguf exists (written by dew's GgufWrit
 GgufWriter.MatchesCommittedFile, see docs/formats.md), checks that gguf.GGUFReader reads it: its metadata and
 tensors must equal what that test wrote (the formulas are repeated below). The script fails if not.
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     ~/.cache/dew/venv-bench/bin/python tools/reference/make_gguf_fixtures.py
 Deterministic (fixed seed).
 """

@@ -10,6 +10,7 @@ model with the family's distinctive features switched on, and writes under tests
     prompt0 [P0], prompt1 [P1]      two prompts; greedy0 / greedy1 [NEW]: model.generate(do_sample=False)
                                     of each prompt alone, new tokens only
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_hf_family_fixtures.py
 (torch 2.11, transformers 5.24 from PyPI). Deterministic: fixed seeds, float32, CPU, eager attention.
 """

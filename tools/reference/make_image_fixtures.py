@@ -9,6 +9,7 @@ Writes under tests/fixtures/images/:
   expected.json {name: {"shape": [C, H, W], "pixels": flat uint8 list in C, H, W order}} from Pillow
                 (.convert("RGB") for the palette, the high byte for gray16, Pillow's libjpeg decode for gray.jpg)
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     ~/.cache/dew/venv-bench/bin/python tools/reference/make_image_fixtures.py
 Deterministic (fixed numpy seed); nothing is downloaded.
 """

@@ -15,6 +15,7 @@ must produce the same masks index for index. Kept from the original on purpose:
 Writes tests/fixtures/jepa/masks.json: for each case its settings, the seed, and per sample the context
 mask(s) and the target masks (flat patch indices in row-major order).
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     ~/.cache/dew/venv-bench/bin/python tools/reference/make_jepa_mask_fixtures.py
 """
 import json

@@ -9,8 +9,9 @@ For two tiny decoders -- "qwen3" (the default dew decoder: q/k RMSNorm, tied emb
   adamw.json           losses of 10 AdamW steps on that batch (decay on matrices only), the settings used
   adamw_final.safetensors  parameters after those 10 steps
 
-    ~/.cache/dew/venv-ref/bin/python tools/reference/make_lm_fixtures.py
-(the venv holds torch==2.11.0 and transformers from PyPI). Deterministic: fixed seeds, float32, CPU.
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
+    ~/.cache/dew/venv-bench/bin/python tools/reference/make_lm_fixtures.py
+(torch 2.11.0, transformers 5.24.0: tools/reference/requirements.txt). Deterministic: fixed seeds, float32, CPU.
 """
 import json
 import pathlib

@@ -11,8 +11,10 @@ Writes under tests/fixtures/lora/:
   logits.json                                 {"ids": [B][S], "base": [B][S][V] the base model's logits,
                                               "adapted": the peft model's, "merged": merge_and_unload()'s}
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_lora_fixtures.py
-(torch 2.11, transformers 5.25, peft 0.21 from PyPI). Deterministic: fixed seeds, float32, CPU, eager attention.
+(committed from torch 2.11, transformers 5.25, peft 0.21; the pinned transformers 5.24.0 writes the same bytes but for
+base/config.json's transformers_version). Deterministic: fixed seeds, float32, CPU, eager attention.
 """
 import json
 import pathlib

@@ -18,6 +18,7 @@ Writes under tests/fixtures/hf/llada/ and tests/fixtures/hf/dream/:
                      ff_proj, up_proj, ff_out, ln_f, ...), renamed from the Llama state dict; Dream: Qwen2's names
   io.safetensors     ids [2, S] (some positions hold the mask id) and logits [2, S, V]
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_masked_diffusion_fixtures.py
 (torch 2.11, transformers 5.24 from PyPI). Deterministic: fixed seeds, float32, CPU, eager attention.
 """

@@ -16,6 +16,7 @@ tests/fixtures/mdlm/:
                        loss_sum, real_count, nelbo, correct (masked positions predicted exactly)
   grads.safetensors    d loss_sum / d parameter for every parameter
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_mdlm_fixtures.py
 (torch 2.11, transformers 5.24 from PyPI). Deterministic: fixed seeds, float32, CPU, eager attention.
 """

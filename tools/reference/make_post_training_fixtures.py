@@ -2,6 +2,7 @@
 """Reference numbers for dew's DPO and GRPO losses (tests/post_training_losses_test.cpp), produced by TRL's
 own trainer code on fixed random log-probabilities and rewards, in float64.
 
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     ~/.cache/dew/venv-bench/bin/python tools/reference/make_post_training_fixtures.py
 
 Writes tests/fixtures/post_training/:

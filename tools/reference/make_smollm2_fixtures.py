@@ -14,6 +14,7 @@ Writes under tests/fixtures/smollm2/:
                  strings, so the torch-free tokenizer test needs no GGUF reader.
 
     bash scripts/fetch_models.sh
+    ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_smollm2_fixtures.py
 Deterministic: fixed seeds, float32, CPU, one thread. Nothing is downloaded.
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference ids for dew's byte-level BPE tokenizer (tests/text_bpe_tokenizer_test.cpp).
 
-    pip install tokenizers tiktoken
+    pip install -c tools/reference/requirements.txt tokenizers tiktoken   # the pinned versions
     python3 tools/reference/make_tokenizer_fixtures.py
 
 Writes tests/fixtures/tokenizers/:

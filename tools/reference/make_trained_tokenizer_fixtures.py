@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference data for dew's BPE trainer (tests/text_bpe_trainer_test.cpp, tests/tokenizer_command_test.cpp).
 
-    pip install tokenizers
+    pip install -c tools/reference/requirements.txt tokenizers   # the pinned version
     python3 tools/reference/make_trained_tokenizer_fixtures.py build/bin/dew
 
 Runs `dew tokenizer train` on the first 400,000 bytes of the Austen corpus (vocab 2000, min frequency 2,
