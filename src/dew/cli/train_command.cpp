@@ -71,7 +71,7 @@ void add_kind(CLI::App* train, const runs::RunKind& kind) {
 
   cmd->callback([flags, &kind] {
     // Before any thread exists: the signals go to one watcher thread, never to a computing one. Until the
-    // trainer's loop arms its graceful stop (StopSignals), Ctrl-C ends the process at once.
+    // trainer's loop arms its graceful stop (GracefulStop), Ctrl-C ends the process at once.
     exit_on_interrupt();
     const std::filesystem::path out = flags->out;
     auto effective_config = [&] {

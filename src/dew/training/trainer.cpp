@@ -12,6 +12,7 @@
 #include <set>
 
 #include "dew/core/error.h"
+#include "dew/core/interrupt.h"
 #include "dew/core/process_clock.h"
 #include "dew/core/progress.h"
 #include "dew/nn/device.h"
@@ -26,7 +27,6 @@
 #include "dew/training/process_statistics.h"
 #include "dew/training/sharded_checkpoint.h"
 #include "dew/training/step_trace.h"
-#include "dew/training/stop_signals.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -132,7 +132,7 @@ Trainer::Trainer(objectives::Objective& objective, OptimConfig optim, TrainerCon
 
 Trainer::~Trainer() = default;
 
-Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t step, const StopSignals& stop) {
+Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t step, const GracefulStop& stop) {
   const auto start = Clock::now();
   StepOutcome out;
   std::vector<at::Tensor> params;
@@ -270,7 +270,8 @@ objectives::Statistics Trainer::evaluate(data::BatchSource& val) {
 }
 
 FitResult Trainer::fit(data::BatchSource& train, data::BatchSource* val) {
-  StopSignals stop;
+  // SIGINT/SIGTERM now finish the step and write a checkpoint; a second one quits at once.
+  GracefulStop stop("dew: second interrupt, quitting without a checkpoint");
   auto& module = objective_.module();
   std::FILE* const out = leader() ? out_ : nullptr;  // one voice for the whole job
   std::optional<Progress> progress;  // made once the start step is known

@@ -50,6 +50,10 @@
 #include "dew/training/sharded_training.h"
 #include "dew/training/trainer_config.h"
 
+namespace dew {
+class GracefulStop;
+}  // namespace dew
+
 namespace dew::training {
 
 struct FitResult {
@@ -59,8 +63,6 @@ struct FitResult {
   std::map<std::string, double> validation;  // the last evaluation ("ce", "perplexity", ...), if any
   std::filesystem::path checkpoint;          // the newest checkpoint directory
 };
-
-class StopSignals;
 
 class Trainer {
  public:
@@ -98,7 +100,7 @@ class Trainer {
 
  private:
   struct StepOutcome;
-  StepOutcome train_step(data::BatchSource& train, std::int64_t step, const StopSignals& stop);
+  StepOutcome train_step(data::BatchSource& train, std::int64_t step, const GracefulStop& stop);
   void share_leader_weights();
   std::filesystem::path write_checkpoint(std::int64_t step, std::int64_t data_position,
                                          const std::map<std::string, double>& metrics);
