@@ -101,6 +101,7 @@ void add_serve_command(CLI::App& app) {
     check_flags(f);
     // Before any thread exists (the model's loaders and LibTorch's pools inherit the mask): SIGTERM/SIGINT
     // wake signals.wait() below to drain and exit 0; a second one ends the server at once.
+    exit_on_interrupt();
     GracefulStop signals("dew serve: second signal, exiting now");
     std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the server
     auto loaded = load_model(f.model);
