@@ -19,6 +19,7 @@
 
 namespace {
 namespace md = dew::objectives::masked_diffusion;
+namespace processes = dew::processes;
 using dew::test::error_of;
 
 dew::nn::CausalTransformer fixture_model() {

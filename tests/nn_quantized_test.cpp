@@ -126,7 +126,7 @@ std::vector<std::uint8_t> quantize_q4_k(const float* x, std::int64_t n) {
     }
     for (int s = 0; s < 8; ++s) {
       int check_sc, check_mn;
-      quant::q4k_scale_min(s12, s, check_sc, check_mn);
+      quant::k_scale_min(s12, s, check_sc, check_mn);
       EXPECT_EQ(check_sc, sc[s]);
       EXPECT_EQ(check_mn, mn[s]);
     }
@@ -176,7 +176,7 @@ at::Tensor term_magnitudes(const QuantizedMatrix& m) {
       if (m.type() == GgmlType::Q4_K) {
         const std::uint8_t* sb = b + 144 * (i / 256);
         int sc, mn;
-        quant::q4k_scale_min(sb + 4, static_cast<int>((i % 256) / 32), sc, mn);
+        quant::k_scale_min(sb + 4, static_cast<int>((i % 256) / 32), sc, mn);
         offset = -static_cast<double>(formats::half_to_float(quant::load_u16(sb + 2))) * mn;
       }
       oa[r][i] = std::fabs(wa[r][i] - offset) + std::fabs(offset);

@@ -10,20 +10,22 @@
 #include <unistd.h>
 
 #include <cfloat>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "dew/core/config.h"
 #include "dew/core/error.h"
+#include "dew/core/interrupt.h"
 #include "dew/formats/safetensors.h"
 #include "dew/inference/generate.h"
 #include "dew/inference/sampling.h"
 #include "dew/nn/causal_transformer.h"
 #include "dew/nn/parameters.h"
-#include "dew/training/stop_signals.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -313,7 +315,8 @@ TEST(ReliabilityRuntime, CtrlCEndsEvalAtOnceAndStopsTrainingWithACheckpoint) {
 
 // A second SIGINT while the graceful stop is pending ends the process, also where SIGINT was ignored
 // before the run (before: the previous disposition, SIG_IGN, was restored and the signal re-raised
-// into it, so the run went on). In a child process, where raise() delivers synchronously.
+// into it, so the run went on). In a child process, which has one thread until the watcher starts, so
+// the signals sent to the process can only be taken by the watcher.
 TEST(ReliabilityRuntime, SecondSignalForceQuitsTraining) {
   for (auto inherited : {SIG_IGN, SIG_DFL}) {
     pid_t child = ::fork();
@@ -321,10 +324,15 @@ TEST(ReliabilityRuntime, SecondSignalForceQuitsTraining) {
     if (child == 0) {
       std::signal(SIGINT, inherited);
       {
-        dew::training::StopSignals stop;
-        std::raise(SIGINT);
-        if (!stop.requested()) ::_exit(3);  // the first signal only asks for a stop
-        std::raise(SIGINT);
+        dew::GracefulStop stop("dew: second interrupt, quitting without a checkpoint");  // as the Trainer's
+        ::kill(::getpid(), SIGINT);
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!stop.requested() && std::chrono::steady_clock::now() < give_up) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (stop.signal() != SIGINT) ::_exit(3);  // the first signal only asks for a stop
+        ::kill(::getpid(), SIGINT);
+        for (int i = 0; i < 1000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // ended within 10 s
       }
       ::_exit(0);  // the second signal was ignored
     }

@@ -4,14 +4,21 @@
 
 #include <torch/cuda.h>
 
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <csignal>
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "dew/core/atomic_file.h"
+#include "dew/core/interrupt.h"
 #include "dew/data/token_windows.h"
 #include "dew/objectives/lm_objective.h"
 #include "dew/telemetry/local_tracker.h"
@@ -26,6 +33,29 @@ namespace fs = std::filesystem;
 using namespace dew::training;
 using dew::objectives::LMObjective;
 using dew::test::TempDir;
+
+// SIGTERM to the interrupt watcher's thread (core/interrupt.h), which fit() starts here, and waits
+// until the watcher has recorded it. Not to the process: this test process may hold threads started before
+// the watcher (an earlier test's OpenMP pool) with the signal unblocked, and the kernel, picking one of them,
+// would end the process.
+void sigterm_to_the_interrupt_watcher() {
+  bool sent = false;
+  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "dew-interrupts") {
+      sent = ::syscall(SYS_tgkill, ::getpid(), std::stoi(task.path().filename().string()), SIGTERM) == 0;
+      break;
+    }
+  }
+  ASSERT_TRUE(sent) << "no interrupt watcher thread to signal";
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (dew::graceful_stop_signal() == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(dew::graceful_stop_signal(), SIGTERM);
+}
 
 constexpr std::int64_t kSeqLen = 8;
 
@@ -331,7 +361,7 @@ TEST(Trainer, SigtermFinishesTheStepWritesACheckpointAndReturns) {
   Trainer trainer(objective, small_optim(), config, run.path());
   trainer.set_output(nullptr);
   trainer.set_step_callback([](std::int64_t step, const std::map<std::string, double>&) {
-    if (step == 2) std::raise(SIGTERM);
+    if (step == 2) sigterm_to_the_interrupt_watcher();
   });
   auto result = trainer.fit(source);
   EXPECT_TRUE(result.interrupted);
@@ -341,7 +371,10 @@ TEST(Trainer, SigtermFinishesTheStepWritesACheckpointAndReturns) {
   EXPECT_EQ(Checkpoint(run.path() / "2").state().data_position, 2 * 4);
   struct sigaction now {};
   sigaction(SIGTERM, nullptr, &now);
-  EXPECT_EQ(now.sa_handler, SIG_DFL);  // the previous handler is back
+  EXPECT_EQ(now.sa_handler, SIG_DFL);  // the previous disposition is back
+  sigset_t blocked;
+  pthread_sigmask(SIG_BLOCK, nullptr, &blocked);
+  EXPECT_FALSE(sigismember(&blocked, SIGTERM));  // and the signal reaches this thread again: the watcher ended
 
   auto finished = train(data.path(), run.path(), small_run(4));
   EXPECT_FALSE(finished.interrupted);

@@ -16,12 +16,12 @@
 #include "dew/cli/commands.h"
 #include "dew/cli/model_options.h"
 #include "dew/core/error.h"
+#include "dew/core/interrupt.h"
 #include "dew/inference/engine.h"
 #include "dew/serve/http_server.h"
 #include "dew/serve/job_builder.h"
 #include "dew/serve/server_metrics.h"
 #include "dew/serve/serving_loop.h"
-#include "dew/serve/shutdown_signal.h"
 
 namespace dew::cli {
 
@@ -99,8 +99,10 @@ void add_serve_command(CLI::App& app) {
       if (const char* env = std::getenv("DEW_API_KEY"); env && *env) f.api_key = env;
     }
     check_flags(f);
-    // Before any thread exists (the model's loaders and LibTorch's pools inherit the mask).
-    auto signals = serve::ShutdownSignal::watch();
+    // Before any thread exists (the model's loaders and LibTorch's pools inherit the mask): SIGTERM/SIGINT
+    // wake signals.wait() below to drain and exit 0; a second one ends the server at once.
+    exit_on_interrupt();
+    GracefulStop signals("dew serve: second signal, exiting now");
     std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the server
     auto loaded = load_model(f.model);
     if (f.threads) at::set_num_threads(*f.threads);
@@ -141,9 +143,9 @@ void add_serve_command(CLI::App& app) {
     std::fflush(stdout);
     std::thread http_thread([&] {
       http.run();
-      signals->end();  // stopped by itself (the listening socket failed): shut down the rest
+      signals.end();  // stopped by itself (the listening socket failed): shut down the rest
     });
-    const int signal = signals->wait();
+    const int signal = signals.wait();
     if (signal != 0) {
       std::fprintf(stderr, "dew serve: %s received; finishing %lld running request(s) within %g s\n",
                    signal == SIGINT ? "SIGINT" : "SIGTERM", static_cast<long long>(loop.outstanding()), f.shutdown_grace);

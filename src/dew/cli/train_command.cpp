@@ -84,7 +84,7 @@ void add_kind(CLI::App* train, const runs::RunKind& kind) {
 
   cmd->callback([flags, &kind] {
     // Before any thread exists: the signals go to one watcher thread, never to a computing one. Until the
-    // trainer's loop arms its graceful stop (StopSignals), Ctrl-C ends the process at once.
+    // trainer's loop arms its graceful stop (GracefulStop), Ctrl-C ends the process at once.
     exit_on_interrupt();
     const runs::TrainRequest request = train_request(*flags, kind);
     if (flags->print_config) {  // reads only: no lock, nothing created

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "dew/core/error.h"
+#include "dew/core/interrupt.h"
 #include "dew/core/process_clock.h"
 #include "dew/core/progress.h"
 #include "dew/nn/device.h"
@@ -17,7 +18,6 @@
 #include "dew/training/process_statistics.h"
 #include "dew/training/step_log.h"
 #include "dew/training/step_trace.h"
-#include "dew/training/stop_signals.h"
 #include "dew/training/training_plots.h"
 
 namespace fs = std::filesystem;
@@ -54,7 +54,8 @@ Trainer::~Trainer() = default;
 // progress bar, the tracker, the MFU terms, and the sums of the current log window.
 struct Trainer::FitSession {
   std::FILE* out = nullptr;  // the leader's stream; nullptr on the other ranks: one voice for the whole job
-  StopSignals stop;
+  // SIGINT/SIGTERM finish the step and write a checkpoint; a second one quits at once.
+  GracefulStop stop{"dew: second interrupt, quitting without a checkpoint"};
   std::optional<Progress> progress;  // made once the start step is known
   std::optional<telemetry::LocalTracker> tracker;
   double flops_per_token = 0, peak = 0;
@@ -221,7 +222,7 @@ void Trainer::finish(FitSession& session, FitResult& result) {
   sharded_.reset();  // the module holds its whole weights again
 }
 
-Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t step, const StopSignals& stop) {
+Trainer::StepOutcome Trainer::train_step(data::BatchSource& train, std::int64_t step, const GracefulStop& stop) {
   const auto start = Clock::now();
   StepOutcome out;
   std::vector<at::Tensor> params;

@@ -52,6 +52,10 @@
 #include "dew/training/sharded_training.h"
 #include "dew/training/trainer_config.h"
 
+namespace dew {
+class GracefulStop;
+}  // namespace dew
+
 namespace dew::training {
 
 struct FitResult {
@@ -61,8 +65,6 @@ struct FitResult {
   std::map<std::string, double> validation;  // the last evaluation ("ce", "perplexity", ...), if any
   std::filesystem::path checkpoint;          // the newest checkpoint directory
 };
-
-class StopSignals;
 
 class Trainer {
  public:
@@ -114,7 +116,7 @@ class Trainer {
   std::string start_line(std::int64_t step, std::int64_t parameter_count, const FitSession& session) const;
   std::int64_t train_steps(FitSession& session, data::BatchSource& train, data::BatchSource* val, std::int64_t step, FitResult& result);
   StepOutcome run_step(FitSession& session, data::BatchSource& train, std::int64_t step);  // traced when trainer.trace_step says
-  StepOutcome train_step(data::BatchSource& train, std::int64_t step, const StopSignals& stop);
+  StepOutcome train_step(data::BatchSource& train, std::int64_t step, const GracefulStop& stop);
   void report_start_up(FitSession& session, const StepOutcome& first);
   void log_window(FitSession& session, std::int64_t step, const StepOutcome& last, data::BatchSource* val, FitResult& result);
   void checkpoint_step(std::int64_t step, std::int64_t data_position, FitResult& result);
