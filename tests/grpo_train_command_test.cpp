@@ -119,6 +119,19 @@ TEST(GrpoTrainCommand, AFailingRewardCommandStopsTheRunWithItsStderrAfterTheLast
   EXPECT_EQ(lines[1]["scalars"]["reward/std"].get<double>(), 0.0);  // equal rewards: zero advantages
 }
 
+// `--reward-cmd 'sleep 100000'` hung the run forever with no message; grpo.reward_timeout bounds it.
+TEST(GrpoTrainCommand, ARewardCommandPastTheTimeoutStopsTheRunNamingTheCommandAndTheLimit) {
+  TempDir work;
+  const auto data = write_prompts(work.path());
+  auto hung = run_command(train(data, work.path() / "run", " --reward-cmd 'sleep 100000' --set grpo.reward_timeout=1"
+                                                            " --set trainer.steps=2 --set data.val_fraction=0"));
+  EXPECT_EQ(hung.status, 1) << hung.output;
+  EXPECT_NE(hung.output.find("--reward-cmd 'sleep 100000' did not finish scoring 4 completions within grpo.reward_timeout = 1 "
+                             "seconds"),
+            std::string::npos)
+      << hung.output;
+}
+
 TEST(GrpoTrainCommand, RefusesBadInputBeforeWritingAnything) {
   TempDir work;
   const auto data = write_prompts(work.path());
@@ -131,6 +144,8 @@ TEST(GrpoTrainCommand, RefusesBadInputBeforeWritingAnything) {
   };
   expect_refused(train(data, run, ""), "GRPO needs a reward: pass --reward NAME");
   expect_refused(train(data, run, " --reward nonsense"), "nonsense");
+  expect_refused(train(data, run, " --reward-cmd cat --set grpo.reward_timeout=0"),
+                 "grpo.reward_timeout must be a positive number of seconds");
   expect_refused(dew::test::dew_single_threaded("train grpo --data '" + data.string() + "' --out '" + run.string() +
                                                 "' --reward exact_match" + kSettings),
                  "pass --init-from MODEL");

@@ -133,6 +133,13 @@ TEST(MaskedGenerate, RefusesWhatUnmaskCannotFollow) {
   EXPECT_NE(run({.top_p = 0.9}, {}, false).find("sampling.top_p"), std::string::npos);
   EXPECT_NE(run({.repetition_penalty = 1.2}, {}).find("--repetition-penalty"), std::string::npos);
   EXPECT_NE(run({}, {.steps = 0}).find("--steps must be at least 1"), std::string::npos);
+  // Steps are bounded: one per new token, or 4096 for shorter spans (1e9 ran, one model evaluation each).
+  auto many = run({.max_new_tokens = 4}, {.steps = 1000000000});
+  EXPECT_NE(many.find("--steps is 1000000000; use at most 4096 (the larger of the 4 tokens to generate (--max-new-tokens) "
+                      "and 4096)"),
+            std::string::npos)
+      << many;
+  EXPECT_NE(run({.max_new_tokens = 4}, {.steps = 4097}, false).find("masked.steps is 4097; use at most 4096"), std::string::npos);
   EXPECT_NE(run({}, {.remasking = "lowest"}).find("--remasking is 'lowest'"), std::string::npos);
   EXPECT_NE(run({.max_new_tokens = 64}, {}).find("max_seq_len"), std::string::npos);
   SpanLogits broken = [](const dew::nn::DecoderInputs& in, std::int64_t span) {

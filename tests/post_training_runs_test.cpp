@@ -245,6 +245,69 @@ TEST(PostTrainingRuns, BadJsonlLinesAreRefusedBeforeAnythingIsWritten) {
   EXPECT_FALSE(fs::exists(dir.path() / "run"));
 }
 
+// A chat file in which no conversation has an assistant message passed the checks and failed at step 1 ("the
+// batch has no loss terms"), after the run was written; it is refused when the data is read, naming the file.
+TEST(PostTrainingRuns, ChatWithoutAssistantMessagesIsRefusedBeforeAnythingIsWritten) {
+  TempDir dir;
+  dew::test::write_text(dir.path() / "chat.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n"
+                                                    "{\"messages\": [{\"role\": \"system\", \"content\": \"be brief\"}, "
+                                                    "{\"role\": \"user\", \"content\": \"hello\"}]}\n");
+  dew::runs::SFTRunConfig sft;
+  tiny_settings(sft, dir.path() / "chat.jsonl", 2);
+  sft.data.val_fraction = 0;
+  auto message = error_of([&] { dew::runs::DecoderRun::start(dir.path() / "run", std::make_unique<dew::runs::SFTTask>(sft)); });
+  EXPECT_NE(message.find("chat.jsonl': none of its 2 conversations has a message with role \"assistant\""), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("lm.loss_role=-1"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(dir.path() / "run"));
+  // Answers only in the conversations held out for validation leave training nothing either.
+  write_chat(dir.path() / "answered.jsonl", 1);
+  std::ofstream(dir.path() / "answered.jsonl", std::ios::app) << dew::test::read_text(dir.path() / "chat.jsonl");
+  tiny_settings(sft, dir.path() / "answered.jsonl", 2);
+  sft.data.val_fraction = 0.34;  // the first of three conversations
+  message = error_of([&] { dew::runs::DecoderRun::start(dir.path() / "run", std::make_unique<dew::runs::SFTTask>(sft)); });
+  EXPECT_NE(message.find("none of its 2 training conversations (after the first 1, held out"), std::string::npos) << message;
+  // Training on every token needs no assistant message.
+  tiny_settings(sft, dir.path() / "chat.jsonl", 1);
+  sft.data.val_fraction = 0;
+  sft.lm.loss_role = -1;
+  EXPECT_EQ(error_of([&] { dew::runs::DecoderRun::start(dir.path() / "every", std::make_unique<dew::runs::SFTTask>(sft))->train(nullptr); }),
+            "(no error)");
+}
+
+// A negative lora.rank ran a full fine-tune and was recorded in run.json; every lora field is checked at
+// config validation, LoRA or not, by field and value.
+TEST(PostTrainingRuns, InvalidLoraFieldsAreRefusedBeforeAnythingIsWritten) {
+  TempDir dir;
+  write_chat(dir.path() / "chat.jsonl", 8);
+  auto refused = [&](auto edit) {
+    dew::runs::SFTRunConfig sft;
+    tiny_settings(sft, dir.path() / "chat.jsonl", 1);
+    edit(sft.lora);
+    auto message = error_of([&] { dew::runs::DecoderRun::start(dir.path() / "run", std::make_unique<dew::runs::SFTTask>(sft)); });
+    EXPECT_FALSE(fs::exists(dir.path() / "run"));
+    return message;
+  };
+  auto message = refused([](dew::nn::LoraConfig& l) { l.rank = -1; });
+  EXPECT_NE(message.find("lora.rank is -1"), std::string::npos) << message;
+  message = refused([](dew::nn::LoraConfig& l) { l.alpha = -2; });
+  EXPECT_NE(message.find("lora.alpha must be positive and finite, got -2"), std::string::npos) << message;
+  message = refused([](dew::nn::LoraConfig& l) { l.dropout = 1.5; });
+  EXPECT_NE(message.find("lora.dropout must be in [0, 1), got 1.5"), std::string::npos) << message;
+  message = refused([](dew::nn::LoraConfig& l) {
+    l.rank = 4;
+    l.dropout = -0.1;
+  });
+  EXPECT_NE(message.find("lora.dropout must be in [0, 1), got -0.1"), std::string::npos) << message;
+  // Through the binary, as the probe ran it.
+  auto cli = run_command(dew::test::dew_single_threaded("train sft --data '" + (dir.path() / "chat.jsonl").string() + "' --out '" +
+                                                        (dir.path() / "run").string() + "' --init-from '" + tiny_gguf().string() +
+                                                        "' --set lora.rank=-1"));
+  EXPECT_EQ(cli.status, 1) << cli.output;
+  EXPECT_NE(cli.output.find("lora.rank is -1"), std::string::npos) << cli.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "run"));
+}
+
 // DPO with LoRA takes its reference from the policy's own base (adapters off) instead of a second copy of
 // the model: at step 1 the adapters are zero, so the loss is exactly log 2 again, and training still
 // separates the rewards.

@@ -205,6 +205,7 @@ TEST(ReliabilityRuntime, ExtremeSamplingFlagsWorkOrAreRefusedWithExitOne) {
       {"--min-p nan", "--min-p is nan"},
       {"--top-k -1", "--top-k is -1"},
       {"--n 0", "--n is 0"},
+      {"--max-new-tokens 0", "--max-new-tokens is 0; use at least 1"},  // after loading: 0 is for masked models only
       {"--seed -1", "'-1' is negative"},  // before: 2^64 - 1
       {"--temperature abc", "--temperature"},  // a CLI11 parse error: before, status 105
       {"--no-such-flag", "--no-such-flag"},

@@ -198,6 +198,38 @@ TEST_F(ReliabilityWriters, FreshRunThatFailsBeforeItsFirstCheckpointLeavesNothin
   EXPECT_TRUE(contains(corrected.output, "new run")) << corrected.output;
 }
 
+// Whatever a kind writes is undone too: `dew train sft` on chat JSONL tokenizes it into RUN/data before its
+// first step, and a start that then fails (no conversation fits data.seq_len) left that directory behind, so
+// the corrected command was refused ("not empty and holds no run.json").
+TEST_F(ReliabilityWriters, FreshSftRunThatFailsBeforeItsFirstStepLeavesNoDataBehind) {
+  TempDir work;
+  std::string chat;
+  for (int i = 0; i < 8; ++i) {
+    chat += R"({"messages": [{"role": "user", "content": "What is )" + std::to_string(i) +
+            R"( plus one, written out in words?"}, {"role": "assistant", "content": "It is )" + std::to_string(i + 1) + R"(."}]})" "\n";
+  }
+  dew::test::write_text(work / "chat.jsonl", chat);
+  auto sft = [&](const fs::path& run, const std::string& settings) {
+    return run_dew("train sft --data " + q(work / "chat.jsonl") + " --init-from " + q(tiny_gguf()) + " --out " + q(run) +
+                   " --set trainer.batch_size=2 --set trainer.peak_flops=1e9 --set trainer.device=cpu --set data.val_fraction=0" +
+                   settings);
+  };
+  const auto run = work / "run";
+  fs::create_directories(run);  // an existing empty directory: it stays, emptied of the run's files
+  auto too_short = sft(run, " --set data.seq_len=4 --set trainer.steps=2");
+  EXPECT_EQ(too_short.status, 1) << too_short.output;
+  EXPECT_TRUE(contains(too_short.output, "fits seq_len 4")) << too_short.output;
+  ASSERT_TRUE(fs::is_directory(run));
+  EXPECT_TRUE(fs::is_empty(run)) << "left behind: " << fs::directory_iterator(run)->path();
+  auto created = sft(work / "created", " --set data.seq_len=4 --set trainer.steps=2");
+  EXPECT_EQ(created.status, 1) << created.output;
+  EXPECT_FALSE(fs::exists(work / "created")) << "a directory the failed run created is removed";
+  // The corrected command is a fresh run.
+  auto corrected = sft(run, " --set data.seq_len=48 --set trainer.steps=1");
+  EXPECT_EQ(corrected.status, 0) << corrected.output;
+  EXPECT_TRUE(contains(corrected.output, "new run")) << corrected.output;
+}
+
 TEST_F(ReliabilityWriters, StaleTemporariesOfADeadWriterAreRemovedByTheNext) {
   TempDir work;
   const std::string dead = std::to_string(dead_pid()), live = std::to_string(::getpid());

@@ -4,6 +4,10 @@
 // whose command writes while it reads must not deadlock, and one that never reads its stdin must not kill us.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <fstream>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "dew/objectives/rewards/builtin_rewards.h"
@@ -150,6 +154,37 @@ TEST(CommandReward, FailuresQuoteTheCommandTheProblemAndItsStderr) {
   EXPECT_EQ(noisy.find("noise line 1\n"), std::string::npos);
 
   EXPECT_NE(dew::test::error_of([] { CommandReward(" "); }).find("--reward-cmd is empty"), std::string::npos);
+}
+
+// A command that never answers hung GRPO forever with no message. Past its timeout it is killed with its
+// whole process group (here a shell waiting on a background sleep: killing the shell alone would leave the
+// sleep running), and the error names the command, the limit and what to do.
+TEST(CommandReward, ACommandPastItsTimeoutIsKilledWithItsProcessGroup) {
+  dew::test::TempDir dir;
+  const auto pid_file = dir.path() / "sleep.pid";
+  const std::string command = "sleep 100000 & echo $! > '" + pid_file.string() + "'; wait";
+  CommandReward reward(command, /*timeout_seconds=*/0.5);
+  auto message = dew::test::error_of([&] { reward.score({row("a"), row("b")}); });
+  EXPECT_NE(message.find("--reward-cmd '" + command + "' did not finish scoring 2 completions within "
+                         "grpo.reward_timeout = 0.5 seconds and was killed"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("--set grpo.reward_timeout=SECONDS"), std::string::npos) << message;
+  // The background sleep went with the group. Dead = gone, or a zombie its new parent has not reaped yet.
+  const pid_t sleeper = std::stoi(dew::test::read_text(pid_file));
+  auto alive = [&] {
+    std::ifstream stat("/proc/" + std::to_string(sleeper) + "/stat");
+    std::string pid, name, state;
+    return static_cast<bool>(stat >> pid >> name >> state) && state != "Z";
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (alive() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive()) << "pid " << sleeper;
+
+  // A command that answers in time is not affected by the limit.
+  CommandReward quick("cat >/dev/null; echo 1; echo 0", /*timeout_seconds=*/30);
+  EXPECT_EQ(quick.score({row("a"), row("b")}), (std::vector<double>{1, 0}));
+  EXPECT_NE(dew::test::error_of([] { CommandReward("cat", 0); }).find("grpo.reward_timeout must be a positive"), std::string::npos);
 }
 
 TEST(CommandReward, LargeBatchesDoNotDeadlock) {

@@ -3,6 +3,8 @@
 // its perplexity bound, and `dew generate` through the Unmask sampler.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "dew/core/config.h"
 #include "dew/core/error.h"
 #include "dew/nn/decoder_flops.h"
@@ -114,6 +116,23 @@ TEST(MDLMRunKind, CommandsTrainEvaluateAndGenerate) {
       "generate '" + run.string() + "' --prompt '!#' --max-new-tokens 6 --steps 4 --n 2 --json"));
   ASSERT_EQ(generated.status, 0) << generated.output;
   EXPECT_NE(generated.output.find("\"refinements\":4"), std::string::npos) << generated.output;
+  // --steps is bounded (it was accepted at 1e9: a model evaluation each), and --max-new-tokens 0 gives the
+  // prompt back with no refinement, as docs/masked_diffusion.md says (it was refused).
+  auto endless = dew::test::run_command(dew::test::dew_single_threaded(
+      "generate '" + run.string() + "' --prompt '!#' --max-new-tokens 6 --steps 1000000000"));
+  EXPECT_EQ(endless.status, 1) << endless.output;
+  EXPECT_NE(endless.output.find("--steps is 1000000000; use at most 4096"), std::string::npos) << endless.output;
+  auto nothing = dew::test::run_command(dew::test::dew_single_threaded(
+      "generate '" + run.string() + "' --prompt '!#' --max-new-tokens 0 --json"));
+  ASSERT_EQ(nothing.status, 0) << nothing.output;
+  const auto none = nlohmann::json::parse(nothing.output.substr(nothing.output.find('{')));
+  EXPECT_EQ(none["prompt"], "!#");
+  EXPECT_EQ(none["text"], "");
+  EXPECT_TRUE(none["tokens"].empty()) << nothing.output;
+  EXPECT_EQ(none["refinements"], 0);
+  auto plain = dew::test::run_command(dew::test::dew_single_threaded("generate '" + run.string() + "' --prompt '!#' --max-new-tokens 0"));
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  EXPECT_EQ(plain.output, "!#\n");
   auto refused = dew::test::run_command(dew::test::dew_single_threaded("generate '" + run.string() + "' --prompt '!#' --top-k 3"));
   EXPECT_EQ(refused.status, 1);
   EXPECT_NE(refused.output.find("--top-k is 3"), std::string::npos) << refused.output;

@@ -508,3 +508,17 @@ TEST(ServeHttpLoad, SigtermCancelsWhatOutlivesTheGracePeriod) {
   EXPECT_NE(received.find("data: [DONE]"), std::string::npos);
   EXPECT_NE(server.output().find("cancelling 1 request(s)"), std::string::npos) << server.output();
 }
+
+// An empty key is refused whether it comes from --api-key or from DEW_API_KEY: before, an empty variable
+// started the server without authentication. `timeout` bounds the old behaviour (a server that never exits).
+TEST(ServeHttpStart, AnEmptyApiKeyIsRefusedFromTheFlagAndFromTheEnvironment) {
+  const std::string serve = "DEW_THREADS=1 timeout 60 '" + dew::test::dew_binary().string() + "' serve '" +
+                            dew::test::tiny_chat_gguf().string() + "' --port 0";
+  auto from_env = dew::test::run_command("DEW_API_KEY= " + serve);
+  EXPECT_EQ(from_env.status, 1) << from_env.output;
+  EXPECT_NE(from_env.output.find("DEW_API_KEY is set but empty"), std::string::npos) << from_env.output;
+  EXPECT_EQ(from_env.output.find("listening on"), std::string::npos) << from_env.output;
+  auto from_flag = dew::test::run_command("unset DEW_API_KEY; " + serve + " --api-key ''");
+  EXPECT_EQ(from_flag.status, 1) << from_flag.output;
+  EXPECT_NE(from_flag.output.find("--api-key is empty"), std::string::npos) << from_flag.output;
+}

@@ -257,6 +257,34 @@ TEST(Trainer, ResumedRunMatchesAnUninterruptedOneBitForBit) {
   EXPECT_EQ(dew::telemetry::read_scalars(stopped.path() / "tracking" / "scalars.jsonl").size(), 6u);
 }
 
+// state.json of a resumed run equals the uninterrupted run's, rng_state included, with the start-up peak
+// measurement on: it runs after a resumed run restores the checkpoint's CPU generator state, and it drew its
+// operands from that generator, so the resumed run's rng_state (and any later CPU draw) was shifted. Only
+// the wall-clock fields may differ: elapsed_seconds and the timing scalars.
+TEST(Trainer, ResumedRunsStateJsonEqualsTheUninterruptedOnes) {
+  dew::test::SingleThreaded threads;
+  TempDir data, straight, stopped;
+  dew::test::write_tiny_tokens(data.path());
+  auto measured = [](std::int64_t steps) {
+    auto c = small_run(steps);
+    c.peak_flops = 0;  // measured at every start, as in a default run
+    return c;
+  };
+  train(data.path(), straight.path(), measured(6));
+  train(data.path(), stopped.path(), measured(3));
+  train(data.path(), stopped.path(), measured(6));
+  auto state = [](const fs::path& checkpoint) {
+    auto j = nlohmann::json::parse(dew::read_file(checkpoint / "state.json"));
+    j.erase("elapsed_seconds");
+    for (const char* timing : {"step_seconds", "tokens_per_second", "mfu"}) j["metrics"].erase(timing);
+    return j;
+  };
+  const auto a = state(straight.path() / "6"), b = state(stopped.path() / "6");
+  EXPECT_FALSE(a["rng_state"].get<std::string>().empty());
+  EXPECT_EQ(a["rng_state"], b["rng_state"]);
+  EXPECT_EQ(a, b);
+}
+
 class NanAtStep final : public dew::objectives::Objective {
  public:
   NanAtStep(LMObjective& inner, std::int64_t bad_step) : inner_(inner), bad_step_(bad_step) {}

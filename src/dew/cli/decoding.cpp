@@ -8,7 +8,8 @@ namespace dew::cli {
 void add_masked_sampling_options(CLI::App* cmd, MaskedFlags& flags) {
   cmd->add_option("--steps", flags.steps,
                   "masked-diffusion models: model evaluations that refine the whole span, the final clean prediction "
-                  "included (" + std::to_string(inference::MaskedSampling{}.steps) + ")");
+                  "included (" + std::to_string(inference::MaskedSampling{}.steps) + "; at most the larger of --max-new-tokens and " +
+                  std::to_string(inference::MaskedSampling::kMaxStepsWithoutTokens) + ")");
   cmd->add_option("--remasking", flags.remasking,
                   "masked-diffusion models: which masked slots each step reveals: random (MDLM's reverse process, the "
                   "default) or confidence (LLaDA's low-confidence remasking)");

@@ -41,9 +41,19 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--json", flags->json, "print one JSON object per continuation (text, tokens, logprobs)");
 
   cmd->callback([flags] {
-    check_sampling_flags(flags->sampling);
+    {
+      // --max-new-tokens 0 asks a masked-diffusion model for the prompt back and no refinement; whether the
+      // model is one is known once it is loaded.
+      inference::Sampling checked = flags->sampling;
+      if (checked.max_new_tokens == 0) checked.max_new_tokens = 1;
+      check_sampling_flags(checked);
+    }
     exit_on_interrupt();  // writes nothing that needs cleaning up: Ctrl-C ends it at once
     auto loaded = load_model(flags->model);
+    if (flags->sampling.max_new_tokens == 0 && loaded.model->config().causal) {
+      fail("--max-new-tokens is 0; use at least 1 (0, the prompt back with no refinement, is for masked-diffusion "
+           "models only, and ", loaded.description, " is an autoregressive decoder)");
+    }
     const auto& tokenizer = loaded.tokenizer.tokenizer;
     const std::int64_t context = loaded.model->config().max_seq_len;
     inference::Sampling sampling = flags->sampling;

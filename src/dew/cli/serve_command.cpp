@@ -96,7 +96,15 @@ void add_serve_command(CLI::App& app) {
   cmd->callback([flags] {
     auto& f = *flags;
     if (!f.api_key) {
-      if (const char* env = std::getenv("DEW_API_KEY"); env && *env) f.api_key = env;
+      if (const char* env = std::getenv("DEW_API_KEY")) {
+        // Set but empty is a key that went missing (an unset variable in a script, a secret not mounted), not
+        // a wish to serve without one: refused, as --api-key "" is.
+        if (!*env) {
+          fail("the environment variable DEW_API_KEY is set but empty; give it a key, or unset it (unset DEW_API_KEY) "
+               "to serve without one");
+        }
+        f.api_key = env;
+      }
     }
     check_flags(f);
     // Before any thread exists (the model's loaders and LibTorch's pools inherit the mask): SIGTERM/SIGINT

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -46,8 +47,15 @@ at::Tensor draw_tokens(const at::Tensor& logits, double temperature, const at::T
 
 }  // namespace
 
-void MaskedSampling::validate(bool flags) const {
+void MaskedSampling::validate(std::int64_t span, bool flags) const {
   if (steps < 1) fail(flags ? "--steps" : "masked.steps", " must be at least 1 (the final clean prediction), got ", steps);
+  const std::int64_t most = std::max(span, kMaxStepsWithoutTokens);
+  if (steps > most) {
+    fail(flags ? "--steps" : "masked.steps", " is ", steps, "; use at most ", most, " (the larger of the ", span,
+         " tokens to generate (", flags ? "--max-new-tokens" : "sampling.max_new_tokens", ") and ", kMaxStepsWithoutTokens,
+         "): every step is a model evaluation of the whole span, and past one step per token, confidence "
+         "remasking's further steps reveal nothing and random remasking's mostly nothing");
+  }
   if (remasking != "random" && remasking != "confidence") {
     fail(flags ? "--remasking" : "masked.remasking", " is '", remasking, "'; use random (MDLM) or confidence (LLaDA's "
          "low-confidence remasking)");
@@ -64,7 +72,7 @@ MaskedGeneration masked_generate_with(const SpanLogits& span_logits, const nn::C
          "; is this an autoregressive model? (generate with it as usual)");
   }
   refuse_autoregressive_controls(sampling, flag_names);
-  masked.validate(flag_names);
+  masked.validate(sampling.max_new_tokens, flag_names);
   {
     // Zero new tokens is a valid request here (the prompt back, no refinement); the shared checks want one.
     Sampling checked = sampling;

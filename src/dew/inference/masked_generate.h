@@ -29,13 +29,18 @@
 namespace dew::inference {
 
 struct MaskedSampling {
+  // Past one step per new token, more steps reveal nothing (confidence) or little (random) and each is still
+  // a full model evaluation; so `steps` may reach max(span, kMaxStepsWithoutTokens) and no further.
+  static constexpr std::int64_t kMaxStepsWithoutTokens = 4096;
+
   std::int64_t steps = 64;             // model evaluations per span, the final clean prediction included
   std::string remasking = "random";    // random (MDLM) or confidence (LLaDA's low-confidence remasking)
   std::string schedule = "loglinear";  // the masking schedule the reverse process follows
   double schedule_eps = 1e-3;
 
-  // Refuses steps < 1 and unknown names; `flags` names them as the CLI's flags (--steps, --remasking).
-  void validate(bool flags = false) const;
+  // Refuses steps < 1, steps above max(span, kMaxStepsWithoutTokens) (span = the new tokens asked for) and
+  // unknown names; `flags` names them as the CLI's flags (--steps, --remasking, --max-new-tokens).
+  void validate(std::int64_t span, bool flags = false) const;
 };
 
 // One row per continuation, as inference::Generation.

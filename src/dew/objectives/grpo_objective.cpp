@@ -80,6 +80,10 @@ std::vector<std::string> GrpoObjectiveConfig::reward_specs() const {
 void GrpoObjectiveConfig::validate() const {
   GrpoConfig::validate();
   if (loss_chunk_tokens < 0) fail("grpo.loss_chunk_tokens must be >= 0 (0 = all at once), got ", loss_chunk_tokens);
+  if (!(reward_timeout > 0 && std::isfinite(reward_timeout))) {
+    fail("grpo.reward_timeout must be a positive number of seconds (how long --reward-cmd may take per rollout batch), got ",
+         reward_timeout);
+  }
   if (reward_specs().empty() && reward_cmd.empty()) {
     fail("GRPO needs a reward: pass --reward NAME (", rewards::known_reward_specs(),
          "; several comma-separated) or --reward-cmd CMD (sets grpo.reward / grpo.reward_cmd)");

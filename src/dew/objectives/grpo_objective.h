@@ -31,6 +31,7 @@
 #include "dew/objectives/grpo_loss.h"
 #include "dew/objectives/micro_batch_index.h"
 #include "dew/objectives/objective.h"
+#include "dew/objectives/rewards/command_reward.h"
 #include "dew/objectives/rewards/reward.h"
 #include "dew/objectives/rollout.h"
 
@@ -40,6 +41,7 @@ namespace dew::objectives {
 struct GrpoObjectiveConfig : GrpoConfig {
   std::string reward;      // built-in reward specs, comma-separated ("last_number,regex:^<think>")
   std::string reward_cmd;  // an external program scoring each rollout batch (command_reward.h); "" = none
+  double reward_timeout = rewards::CommandReward::kDefaultTimeoutSeconds;  // seconds reward_cmd may take per batch
   // Logits this many tokens at a time (bounds memory; 0 = all). 256 as for DPO: a rollout batch is a few
   // hundred tokens and one [chunk, vocab] block on top of the activations sets the peak.
   std::int64_t loss_chunk_tokens = 256;
@@ -50,12 +52,13 @@ struct GrpoObjectiveConfig : GrpoConfig {
     GrpoConfig::fields(v);
     v("reward", reward, "built-in rewards, comma-separated: exact_match, last_number, regex:PATTERN (--reward sets it)");
     v("reward_cmd", reward_cmd, "a shell command scoring each rollout batch, JSON lines in, numbers out (--reward-cmd)");
+    v("reward_timeout", reward_timeout, "seconds reward_cmd may take to score one rollout batch; then it is killed and the run stops");
     v("loss_chunk_tokens", loss_chunk_tokens, "compute logits this many tokens at a time (bounds memory); 0 = all");
     v("share_prompt", share_prompt,
       "score each group's completions in one row after its prompt (same log-probabilities, fewer FLOPs); "
       "false = one full row per completion, as TRL does");
   }
-  // GrpoConfig::validate, loss_chunk_tokens >= 0, and at least one reward (each spec known).
+  // GrpoConfig::validate, loss_chunk_tokens >= 0, reward_timeout > 0, and at least one reward (each spec known).
   void validate() const;
   // `reward` split at commas; a piece that does not start a known spec (exact_match, last_number, regex:)
   // belongs to the regex before it, so "regex:a{1,3}" stays one spec.

@@ -40,8 +40,8 @@ void resolve(DecoderTask& task) {
   }
   task.check_data();
   s.model.validate();
+  s.lora.validate();  // also at rank 0: a negative rank would otherwise mean "no LoRA" and be recorded as asked
   if (s.lora.enabled()) {
-    s.lora.validate();
     if (s.init.from.empty()) {
       fail("lora.rank = ", s.lora.rank, " trains adapters on a trained model, but init.from is empty; pass --init-from MODEL "
            "or set lora.rank=0 to train every weight");

@@ -1,6 +1,7 @@
 #include "dew/runs/run_directory.h"
 
 #include <system_error>
+#include <vector>
 
 #include "dew/core/atomic_file.h"
 #include "dew/core/directory_lock.h"
@@ -89,10 +90,14 @@ FreshRunUndo::~FreshRunUndo() {
   if (kept_ || !training::checkpoint_steps(dir_).empty()) return;
   std::error_code ignored;
   fs::remove(run_file_path(dir_), ignored);  // first: without run.json the rest is no run to resume
-  fs::remove_all(dir_ / "tokenizer", ignored);
-  fs::remove_all(dir_ / "tracking", ignored);
-  remove_stale_temporaries(dir_);
-  // The lock file too (the directory was empty but for it): DirectoryLock copes with a removed lock file.
+  // Everything else too, whatever the kind wrote (tokenizer/, tracking/, sft's data/, temporaries): the
+  // directory held nothing but the lock file when the run began, so every entry is the run's own.
+  std::vector<fs::path> written;
+  for (fs::directory_iterator it(dir_, ignored), end; !ignored && it != end; it.increment(ignored)) {
+    if (it->path().filename() != DirectoryLock::kFileName) written.push_back(it->path());
+  }
+  for (const auto& path : written) fs::remove_all(path, ignored);
+  // The lock file last (the directory was empty but for it): DirectoryLock copes with a removed lock file.
   fs::remove(dir_ / DirectoryLock::kFileName, ignored);
   if (created_dir_) fs::remove(dir_, ignored);  // only if empty
 }

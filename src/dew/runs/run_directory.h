@@ -40,9 +40,10 @@ void check_fresh_run_dir(const std::filesystem::path& run_dir);
 
 // Undoes a fresh run that fails before its first checkpoint, so that the corrected command is again a fresh
 // run (and not refused as "a different run" because of the run.json the failed one wrote). Create it once
-// check_fresh_run_dir has passed, so that everything the undo removes is the run's own: run.json,
-// tokenizer/, tracking/, the lock file and, with `created_dir`, the directory itself. keep() once the run
-// is worth keeping. A run with a checkpoint is never undone: it holds work.
+// check_fresh_run_dir has passed, so that everything in the directory is the run's own: the undo removes
+// all of it (run.json first, then tokenizer/, tracking/, a kind's own files such as sft's data/, the lock
+// file) and, with `created_dir`, the directory itself. keep() once the run is worth keeping. A run with a
+// checkpoint is never undone: it holds work.
 class FreshRunUndo {
  public:
   FreshRunUndo(std::filesystem::path run_dir, bool created_dir) : dir_(std::move(run_dir)), created_dir_(created_dir) {}

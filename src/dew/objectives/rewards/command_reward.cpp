@@ -1,11 +1,14 @@
 #include "dew/objectives/rewards/command_reward.h"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <thread>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -103,7 +106,10 @@ std::string describe_status(int status) {
 
 }  // namespace
 
-CommandOutput run_shell_command(const std::string& command, const std::string& input, std::size_t stderr_tail_bytes) {
+CommandOutput run_shell_command(const std::string& command, const std::string& input, std::size_t stderr_tail_bytes,
+                                double timeout_seconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
   Pipe in(command), out(command), err(command);
 
   // posix_spawn rather than fork: glibc starts the child with clone(CLONE_VM | CLONE_VFORK), so a process
@@ -121,7 +127,9 @@ CommandOutput run_shell_command(const std::string& command, const std::string& i
   sigaddset(&defaults, SIGPIPE);  // a child like `head` must die quietly on a closed pipe, as in a shell
   posix_spawnattr_setsigmask(&attributes, &no_signals);
   posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  // A process group of its own (its pid is the group's id), so that a timeout kills everything it started.
+  posix_spawnattr_setpgroup(&attributes, 0);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   std::string shell = "/bin/sh", dash_c = "-c", body = command;
   char* argv[] = {shell.data(), dash_c.data(), body.data(), nullptr};
   pid_t pid = -1;
@@ -143,13 +151,22 @@ CommandOutput run_shell_command(const std::string& command, const std::string& i
     bool out_open = true, err_open = true;
     char buffer[65536];
     while (out_open || err_open) {
+      int wait_ms = -1;  // no limit
+      if (timeout_seconds > 0) {
+        const double left = timeout_seconds - std::chrono::duration<double>(Clock::now() - start).count();
+        if (left <= 0) {
+          result.timed_out = true;
+          break;
+        }
+        wait_ms = static_cast<int>(std::min(std::ceil(left * 1000), 1e9));
+      }
       pollfd fds[3];
       nfds_t count = 0;
       int in_slot = -1, out_slot = -1, err_slot = -1;
       if (in.write.get() >= 0) fds[in_slot = count++] = {in.write.get(), POLLOUT, 0};
       if (out_open) fds[out_slot = count++] = {out.read.get(), POLLIN, 0};
       if (err_open) fds[err_slot = count++] = {err.read.get(), POLLIN, 0};
-      if (poll(fds, count, -1) < 0) {
+      if (poll(fds, count, wait_ms) < 0) {
         if (errno == EINTR) continue;
         dew::fail("--reward-cmd '", command, "': poll failed: ", std::strerror(errno));
       }
@@ -177,16 +194,39 @@ CommandOutput run_shell_command(const std::string& command, const std::string& i
     in.write.close();
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) dew::fail("--reward-cmd '", command, "': waitpid failed: ", std::strerror(errno));
+  auto reaped = [&](int options) {  // true once the shell has ended and been reaped
+    pid_t got;
+    while ((got = waitpid(pid, &status, options)) < 0) {
+      if (errno != EINTR) dew::fail("--reward-cmd '", command, "': waitpid failed: ", std::strerror(errno));
+    }
+    return got == pid;
+  };
+  bool ended = false;
+  if (!result.timed_out && timeout_seconds > 0) {
+    // Its output is complete, but a shell that closed stdout and stderr may still run: the limit holds too.
+    while (!(ended = reaped(WNOHANG))) {
+      if (std::chrono::duration<double>(Clock::now() - start).count() >= timeout_seconds) {
+        result.timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
+  // SIGKILL to the whole group: the shell and whatever it started (a pipeline, a script's children), none of
+  // which may catch it. ESRCH: all of them have ended already.
+  if (result.timed_out) ::kill(-pid, SIGKILL);
+  if (!ended) reaped(0);
   result.wait_status = status;
   result.err_tail = err_all.size() > stderr_tail_bytes ? err_all.substr(err_all.size() - stderr_tail_bytes) : err_all;
   return result;
 }
 
-CommandReward::CommandReward(std::string command, std::string name) : command_(std::move(command)), name_(std::move(name)) {
+CommandReward::CommandReward(std::string command, double timeout_seconds, std::string name)
+    : command_(std::move(command)), timeout_seconds_(timeout_seconds), name_(std::move(name)) {
   if (trim_whitespace(command_).empty()) dew::fail("--reward-cmd is empty; give a shell command that prints rewards");
+  if (!(timeout_seconds_ > 0 && std::isfinite(timeout_seconds_))) {
+    dew::fail("grpo.reward_timeout must be a positive number of seconds, got ", timeout_seconds_);
+  }
 }
 
 std::vector<double> CommandReward::score(const std::vector<RewardInput>& batch) {
@@ -201,13 +241,18 @@ std::vector<double> CommandReward::score(const std::vector<RewardInput>& batch) 
     input += line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     input += '\n';
   }
-  auto result = run_shell_command(command_, input);
+  auto result = run_shell_command(command_, input, 2048, timeout_seconds_);
   auto failure = [&](const std::string& problem) {
     std::string tail = trim_whitespace(result.err_tail).empty()
                            ? std::string(" (its stderr was empty)")
                            : str("; the end of its stderr:\n", readable_lines(trim_whitespace(result.err_tail)));
     dew::fail("--reward-cmd '", command_, "' ", problem, tail);
   };
+  if (result.timed_out) {
+    failure(str("did not finish scoring ", batch.size(), " completions within grpo.reward_timeout = ", timeout_seconds_,
+                " seconds and was killed (with its process group). Make it answer sooner, or give it longer with "
+                "--set grpo.reward_timeout=SECONDS"));
+  }
   if (!WIFEXITED(result.wait_status) || WEXITSTATUS(result.wait_status) != 0) {
     failure(describe_status(result.wait_status) + " while scoring " + std::to_string(batch.size()) + " completions");
   }

@@ -38,7 +38,7 @@ std::unique_ptr<Reward> make_reward(const std::string& spec) {
 }
 
 std::vector<std::unique_ptr<Reward>> make_rewards(const std::vector<std::string>& specs,
-                                                  const std::string& reward_command) {
+                                                  const std::string& reward_command, double reward_timeout_seconds) {
   std::vector<std::unique_ptr<Reward>> out;
   std::set<std::string> taken;
   auto add = [&](std::unique_ptr<Reward> reward) {
@@ -49,7 +49,7 @@ std::vector<std::unique_ptr<Reward>> make_rewards(const std::vector<std::string>
     out.push_back(std::move(reward));
   };
   for (const auto& spec : specs) add(make_reward(spec));
-  if (!reward_command.empty()) add(std::make_unique<CommandReward>(reward_command));
+  if (!reward_command.empty()) add(std::make_unique<CommandReward>(reward_command, reward_timeout_seconds));
   return out;
 }
 

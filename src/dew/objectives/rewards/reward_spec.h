@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dew/objectives/rewards/command_reward.h"
 #include "dew/objectives/rewards/reward.h"
 
 namespace dew::objectives::rewards {
@@ -16,8 +17,10 @@ std::string known_reward_specs();
 std::unique_ptr<Reward> make_reward(const std::string& spec);
 
 // Several rewards, in order, with distinct names: a repeated name gets _2, _3, ... ("regex", "regex_2").
-// The command reward, when `reward_command` is not empty, comes last, named "command".
+// The command reward, when `reward_command` is not empty, comes last, named "command", and may take
+// `reward_timeout_seconds` per batch (command_reward.h).
 std::vector<std::unique_ptr<Reward>> make_rewards(const std::vector<std::string>& specs,
-                                                  const std::string& reward_command = "");
+                                                  const std::string& reward_command = "",
+                                                  double reward_timeout_seconds = CommandReward::kDefaultTimeoutSeconds);
 
 }  // namespace dew::objectives::rewards

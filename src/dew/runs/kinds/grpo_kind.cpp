@@ -90,7 +90,7 @@ std::unique_ptr<objectives::Objective> GrpoTask::objective(nn::CausalTransformer
     setup.prompts.push_back({data::encode_prompt(tokenizer, record.prompt), record.prompt, record.ground_truth,
                              record.data_source, record.extra_info});
   }
-  setup.rewards = objectives::rewards::make_rewards(s.grpo.reward_specs(), s.grpo.reward_cmd);
+  setup.rewards = objectives::rewards::make_rewards(s.grpo.reward_specs(), s.grpo.reward_cmd, s.grpo.reward_timeout);
   setup.config = s.grpo;
   setup.seed = s.trainer.seed;
   if (s.grpo.beta > 0 && s.lora.enabled() && s.grpo.reference.empty() && nn::has_lora(*setup.policy)) {

@@ -1,9 +1,13 @@
 #include "dew/runs/kinds/sft_kind.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <system_error>
 
 #include "dew/core/error.h"
 #include "dew/data/chat/chat_records.h"
+#include "dew/data/chat/chat_role.h"
 #include "dew/data/chat/chat_token_files.h"
 #include "dew/data/chat/chat_tokenize.h"
 #include "dew/data/chat/packed_conversations.h"
@@ -21,6 +25,53 @@ bool SFTTask::from_jsonl() const {
 
 fs::path SFTTask::token_dir(const RunContext& run) const { return from_jsonl() ? run.dir() / "data" : fs::path(config_.data.path); }
 
+namespace {
+
+// The role lm.loss_role trains on, when it is one a message can have (-1 trains on every token).
+std::optional<data::ChatRole> trained_message_role(std::int64_t loss_role) {
+  if (loss_role < 0 || loss_role >= static_cast<std::int64_t>(data::ChatRole::template_text)) return std::nullopt;
+  return static_cast<data::ChatRole>(loss_role);
+}
+
+std::string without_role_advice(data::ChatRole role) {
+  return str("and SFT trains only on ", data::chat_role_name(role), " tokens (lm.loss_role = ", static_cast<int>(role),
+             "), so every step would have nothing to learn. Add the ", data::chat_role_name(role),
+             " messages (the answers to learn), or set lm.loss_role=-1 to train on every token (nothing was written)");
+}
+
+}  // namespace
+
+// A file whose training conversations hold no message of the trained role would start, write the run and
+// fail at step 1 ("the batch has no loss terms"); it is refused here, naming the file.
+void SFTTask::refuse_without_trained_role(const std::vector<data::ChatConversation>& conversations) const {
+  const auto role = trained_message_role(config_.lm.loss_role);
+  if (!role) return;
+  const auto total = static_cast<std::int64_t>(conversations.size());
+  // The head of the file is held out for validation (data/chat/chat_tokenize.h); training reads the rest.
+  const std::int64_t held_out = std::llround(config_.data.val_fraction * static_cast<double>(total));
+  if (held_out >= total) return;  // none left for training: tokenize_chat_jsonl says so
+  for (std::int64_t c = held_out; c < total; ++c) {
+    for (const auto& message : conversations[static_cast<std::size_t>(c)].messages) {
+      if (data::message_role(message.at("role").get<std::string>()) == role) return;
+    }
+  }
+  const std::string which = held_out == 0 ? str("none of its ", total, " conversations")
+                                          : str("none of its ", total - held_out, " training conversations (after the first ",
+                                                held_out, ", held out for validation by data.val_fraction)");
+  fail("'", config_.data.path, "': ", which, " has a message with role \"", data::chat_role_name(*role), "\", ",
+       without_role_advice(*role));
+}
+
+void SFTTask::refuse_without_trained_role(const data::ChatTokenFiles& files) const {
+  const auto role = trained_message_role(config_.lm.loss_role);
+  if (!role) return;
+  const auto roles = files.roles(data::Split::train);
+  if (std::find(roles.begin(), roles.end(), static_cast<std::uint8_t>(*role)) != roles.end()) return;
+  fail("'", (files.dir() / data::roles_file_name(data::Split::train)).string(), "': none of the ",
+       files.offsets(data::Split::train).size() - 1, " training conversations has a token of role \"",
+       data::chat_role_name(*role), "\", ", without_role_advice(*role));
+}
+
 void SFTTask::check_data() {
   auto& d = config_.data;
   if (d.path.empty()) fail("data.path is not set: pass --data, a chat JSONL file or a chat token directory (dew tokenize --chat)");
@@ -32,7 +83,8 @@ void SFTTask::check_data() {
   if (!(d.val_fraction >= 0 && d.val_fraction < 1)) fail("data.val_fraction must be in [0, 1), got ", d.val_fraction);
   if (config_.lm.loss_chunk_tokens < 0) fail("lm.loss_chunk_tokens must be >= 0 (0 = all at once), got ", config_.lm.loss_chunk_tokens);
   if (from_jsonl()) {
-    data::read_chat_jsonl(d.path);  // every line checked now: a bad one is refused before anything is written
+    // Every line checked now: a bad one is refused before anything is written.
+    refuse_without_trained_role(data::read_chat_jsonl(d.path));
     if (config_.init.from.empty()) {
       fail("`dew train sft --data ", d.path, "` renders the conversations with a model's chat template: pass --init-from "
            "MODEL, or tokenize them first (dew tokenize --chat) and pass the token directory");
@@ -44,6 +96,7 @@ void SFTTask::check_data() {
          "write one with `dew tokenize --chat --input X.jsonl --tokenizer MODEL --out DIR`, or pass the JSONL itself");
   }
   const data::ChatTokenFiles files(d.path);  // every file checked
+  refuse_without_trained_role(files);
   auto& m = config_.model;
   if (m.vocab_size == 0) m.vocab_size = files.meta().tokens.vocab_size;
   if (m.vocab_size < files.meta().tokens.vocab_size) {

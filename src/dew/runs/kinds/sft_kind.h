@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "dew/data/chat/chat_records.h"
+#include "dew/data/chat/chat_token_files.h"
 #include "dew/objectives/lm_objective.h"
 #include "dew/runs/decoder_kind.h"
 #include "dew/runs/decoder_sections.h"
@@ -65,6 +67,9 @@ class SFTTask final : public TokenLossTask<SFTRunConfig> {
 
  private:
   bool from_jsonl() const;
+  // Refuses data whose training conversations have no message (no token) of lm.loss_role's role.
+  void refuse_without_trained_role(const std::vector<data::ChatConversation>& conversations) const;
+  void refuse_without_trained_role(const data::ChatTokenFiles& files) const;
   // The chat token directory the run reads: RUN/data for JSONL, else data.path.
   std::filesystem::path token_dir(const RunContext& run) const;
   std::vector<std::string> notes_;  // from prepare()
