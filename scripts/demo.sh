@@ -5,7 +5,7 @@
 # greedily. Outputs go to out/ (OUT to change); the run directory is replaced on every demo run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+bash scripts/build.sh dew_cli   # only `dew`: the tests and benchmarks are scripts/test.sh's
 OUT=${OUT:-out}
 CORPUS=${DEW_CACHE:-$HOME/.cache/dew}/data/austen.txt
 DEW=${BUILD_DIR:-build}/bin/dew

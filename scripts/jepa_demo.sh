@@ -10,7 +10,7 @@
 # (e.g. --set trainer.steps=4000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+bash scripts/build.sh dew_cli   # only `dew`: the tests and benchmarks are scripts/test.sh's
 OUT=${OUT:-out}/jepa
 DEW=${BUILD_DIR:-build}/bin/dew
 DATA=/usr/share/datasets/fashion-mnist

@@ -8,7 +8,7 @@
 # directory is replaced on every run. Arguments go to `dew train mdlm` (e.g. --set trainer.steps=2000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+bash scripts/build.sh dew_cli   # only `dew`: the tests and benchmarks are scripts/test.sh's
 OUT=${OUT:-out}
 CORPUS=${DEW_CACHE:-$HOME/.cache/dew}/data/austen.txt
 DEW=${BUILD_DIR:-build}/bin/dew

@@ -13,7 +13,7 @@
 # the GRPO run (e.g. --set trainer.steps=30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+bash scripts/build.sh dew_cli   # only `dew`: the tests and benchmarks are scripts/test.sh's
 OUT=${OUT:-out}/post-training
 DEW=${BUILD_DIR:-build}/bin/dew
 MODEL=$(bash scripts/fetch_models.sh)

@@ -147,10 +147,9 @@ fs::path smollm2_gguf() {
 }
 
 TEST(ChatRender, AssistantIdsMatchTrlWithTheRealSmolLM2Tokenizer) {
-  const Json masks = fixture("masks.json");
-  if (!fs::exists(smollm2_gguf()) || !masks["templates"].contains("smollm2_gguf")) {
-    GTEST_SKIP() << smollm2_gguf() << " is absent (scripts/fetch_models.sh fetches it)";
-  }
+  if (!fs::exists(smollm2_gguf())) GTEST_SKIP() << smollm2_gguf() << " is absent (scripts/fetch_models.sh fetches it)";
+  const Json masks = fixture("masks.json");  // bundled: its section for this model must be there
+  ASSERT_TRUE(masks["templates"].contains("smollm2_gguf")) << chat_fixtures() / "masks.json" << " has no smollm2_gguf section";
   expect_trl_mask(dew::runs::open_tokenizer(smollm2_gguf().string()), masks["templates"]["smollm2_gguf"], "smollm2_gguf");
 }
 

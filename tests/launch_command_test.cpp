@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <string>
 #include <sys/stat.h>
@@ -38,10 +37,6 @@ std::vector<std::string> sorted_lines(const std::string& text) {
   return lines;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 TEST(LaunchCommand, ThreeLocalRanksPrintPrefixedLinesWithTheirEnvironment) {
   auto r = run_command(dew("launch --nproc 3 --env GREETING=hello -- sh -c 'echo $GREETING $RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR $MASTER_PORT'"));
   ASSERT_EQ(r.status, 0) << r.output;
@@ -58,10 +53,10 @@ TEST(LaunchCommand, ThreeLocalRanksPrintPrefixedLinesWithTheirEnvironment) {
 }
 
 TEST(LaunchCommand, AFailingRankStopsTheOthersAndGivesItsStatus) {
-  auto start = std::chrono::steady_clock::now();
-  auto r = run_command(dew("launch --nproc 3 -- sh -c 'if [ $RANK = 1 ]; then exit 3; fi; sleep 60'"));
+  // A rank left running would say so after its sleep: stopped, it never does (whatever the machine's load).
+  auto r = run_command(dew("launch --nproc 3 -- sh -c 'if [ $RANK = 1 ]; then exit 3; fi; sleep 60; echo not stopped'"));
   EXPECT_EQ(r.status, 3) << r.output;
-  EXPECT_LT(seconds_since(start), 15);
+  EXPECT_FALSE(contains(r.output, "not stopped")) << r.output;
   EXPECT_TRUE(contains(r.output, "dew launch: rank 1 exited with status 3")) << r.output;
 }
 
@@ -76,13 +71,11 @@ TEST(LaunchCommand, SigtermToTheLauncherReachesEveryRank) {
   // signals its parent, the launcher.
   TempDir dir;
   const std::string ready = shell_quote((dir / "ready-").string());
-  auto start = std::chrono::steady_clock::now();
   auto r = run_command(dew("launch --nproc 2 -- sh -c " +
                            shell_quote("trap 'echo got TERM; exit 0' TERM; touch " + ready + "$RANK; "
                                        "if [ $RANK = 0 ]; then while [ ! -e " + ready + "1 ]; do sleep 0.05; done; kill -TERM $PPID; fi; "
                                        "while :; do sleep 0.1; done")));
   EXPECT_EQ(r.status, 128 + 15) << r.output;
-  EXPECT_LT(seconds_since(start), 15);
   EXPECT_TRUE(contains(r.output, "dew launch: got SIGTERM; passing it to the 2 running rank(s)")) << r.output;
   EXPECT_TRUE(contains(r.output, "[rank 0] got TERM")) << r.output;
   EXPECT_TRUE(contains(r.output, "[rank 1] got TERM")) << r.output;

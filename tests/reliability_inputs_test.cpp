@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
-#include <chrono>
 #include <cmath>
 #include <fstream>
 
@@ -82,15 +81,6 @@ fs::path trained_run(const fs::path& work, const std::string& tokenizer = "byte"
   auto dir = work / "run";
   start_lm_run(dir, tiny_run(work / "tokens", steps))->train(nullptr);
   return dir;
-}
-
-double seconds_of(const std::function<void()>& body) {
-  auto start = std::chrono::steady_clock::now();
-  try {
-    body();
-  } catch (...) {
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
@@ -219,17 +209,13 @@ TEST(ReliabilityInputs, OutOfVocabularyIdIsRefusedWhenTheSplitIsOpened) {
   EXPECT_FALSE(fs::exists(run / "run.json"));
 }
 
-TEST(ReliabilityInputs, MaxIdScanOfSeveralMegabytesIsFast) {
+// Its speed (the scan runs on every open) is bench/input_paths_bench's token_id_scan case.
+TEST(ReliabilityInputs, MaxIdScanOfSeveralMegabytesFindsTheLastId) {
   TempDir work;
   std::vector<dew::data::TokenId> ids(4'000'000);  // 8 MB of uint16
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<dew::data::TokenId>((i * 7919) % 50000);
   dew::test::write_token_dir(work.path(), ids, {1, 2, 3}, 50257);
-  dew::data::TokenFiles files(work.path());
-  auto start = std::chrono::steady_clock::now();
-  files.split(dew::data::Split::train);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("max-id scan of 8 MB of uint16 ids: %.2f ms\n", seconds * 1e3);
-  EXPECT_LT(seconds, 1.0);
+  EXPECT_NO_THROW(dew::data::TokenFiles(work.path()).split(dew::data::Split::train));
   ids[3'999'999] = 50257;
   dew::test::write_token_dir(work.path(), ids, {1, 2, 3}, 50257);
   auto message = error_of([&] { dew::data::TokenFiles(work.path()).split(dew::data::Split::train); });
@@ -261,18 +247,16 @@ TEST(ReliabilityInputs, StartRefusesCudaWithoutAGpuBeforeWritingRunJson) {
 
 // ---- 9: models too large for the machine ---------------------------------------------------------------
 
-TEST(ReliabilityInputs, ModelsTooLargeForMemoryAreRefusedQuickly) {
+TEST(ReliabilityInputs, ModelsTooLargeForMemoryAreRefusedFromTheConfig) {
   TempDir work;
   dew::test::write_tiny_tokens(work.path() / "tokens");
   auto run = work.path() / "run";
   auto wide = tiny_run(work.path() / "tokens", 4);
   wide.model.emb_features = 100000000;
   wide.model.mlp_features = 0;
-  std::string message;
-  // Refused from the config in milliseconds; 5 s leaves room for a loaded CI machine and is still far below
-  // what the defect cost (an allocator crash, or minutes building a million layers).
-  double seconds = seconds_of([&] { message = error_of([&] { start_lm_run(run, wide); }); });
-  EXPECT_LT(seconds, 5.0);
+  // Refused from the config, before anything is allocated: the message's parameter count and size say so
+  // (the defect was an allocator crash, or minutes building a million layers).
+  std::string message = error_of([&] { start_lm_run(run, wide); });
   EXPECT_NE(message.find("model.emb_features = 100000000"), std::string::npos) << message;
   EXPECT_NE(message.find("parameters"), std::string::npos) << message;
   EXPECT_NE(message.find("GiB"), std::string::npos) << message;
@@ -281,8 +265,7 @@ TEST(ReliabilityInputs, ModelsTooLargeForMemoryAreRefusedQuickly) {
   auto deep = tiny_run(work.path() / "tokens", 4);
   deep.model = dew::nn::CausalTransformerConfig{};  // the default widths, as the probe ran it
   deep.model.num_layers = 1000000;
-  seconds = seconds_of([&] { message = error_of([&] { start_lm_run(run, deep); }); });
-  EXPECT_LT(seconds, 5.0);
+  message = error_of([&] { start_lm_run(run, deep); });
   EXPECT_NE(message.find("model.num_layers = 1000000"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(run / "run.json"));
 }
@@ -316,9 +299,7 @@ TEST(ReliabilityInputs, GenerateFromARunTooLargeForMemoryIsRefused) {
   auto j = read_json(run / "run.json");
   j["config"]["model"]["num_layers"] = 1000000000;  // 31 TB of float32 parameters: larger than any machine
   write_json(run / "run.json", j);
-  std::string message;
-  double seconds = seconds_of([&] { message = error_of([&] { open_decoder_run(run)->load_model(); }); });
-  EXPECT_LT(seconds, 1.0);
+  std::string message = error_of([&] { open_decoder_run(run)->load_model(); });
   EXPECT_NE(message.find("model.num_layers = 1000000000"), std::string::npos) << message;
   EXPECT_NE(message.find((run / "run.json").string()), std::string::npos) << message;
 }

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
+#include "wait_until.h"
 
 namespace dew::test {
 
@@ -56,11 +57,11 @@ class ServeProcess {
       }
       ::close(fd);
     });
-    std::unique_lock lock(mutex_);
     const std::string marker = "listening on http://127.0.0.1:";
-    changed_.wait_for(lock, std::chrono::seconds(120), [&] { return closed_ || output_.find(marker) != std::string::npos; });
-    auto at = output_.find(marker);
-    if (at != std::string::npos) port_ = std::stoi(output_.substr(at + marker.size()));
+    if (wait_for_output(marker, std::chrono::seconds(120))) {
+      auto text = output();
+      port_ = std::stoi(text.substr(text.find(marker) + marker.size()));
+    }
   }
 
   ~ServeProcess() {
@@ -77,6 +78,12 @@ class ServeProcess {
     return output_;
   }
   bool running() const { return pid_ > 0 && !exited_; }
+  // Waits until the output holds `text` (true), or the process closed its output or `timeout` passed (false).
+  bool wait_for_output(const std::string& text, std::chrono::seconds timeout) {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return closed_ || output_.find(text) != std::string::npos; });
+    return output_.find(text) != std::string::npos;
+  }
 
   // Sends `signal` and waits up to `timeout` for the exit; the exit status, or -1 when it had to be killed.
   int stop(int signal, std::chrono::seconds timeout) {
@@ -84,14 +91,10 @@ class ServeProcess {
     return wait_exit(timeout);
   }
   int wait_exit(std::chrono::seconds timeout) {
-    const auto until = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < until) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    int status = 0;
+    if (wait_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout, std::chrono::milliseconds(50))) {
+      exited_ = true;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);

@@ -2,7 +2,6 @@
 // tools/reference/make_chat_template_fixtures.py with transformers' render_jinja_template).
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "dew/core/atomic_file.h"
@@ -87,24 +86,7 @@ TEST(ChatTemplate, ReasoningFieldsAreAliasedAsTransformersDoes) {
             R"({"thinking": "r", "role": "assistant", "content": "a", "reasoning": "r", "reasoning_content": "r"})");
 }
 
-// A chat of 10 messages (Qwen2.5's template, which loops twice and calls several filters) renders in
-// well under a millisecond.
-TEST(ChatTemplate, RendersTenMessagesQuickly) {
-  Json fixture = load("qwen2_5");
-  ChatTemplate chat_template(fixture["template"].get<std::string>(), "qwen2_5");
-  Json messages = Json::array();
-  messages.push_back({{"role", "system"}, {"content", "You are helpful."}});
-  for (int i = 0; i < 9; ++i)
-    messages.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", "Message number " + std::to_string(i) + " with some text."}});
-  const int rounds = 200;
-  auto start = std::chrono::steady_clock::now();
-  std::size_t total = 0;
-  for (int i = 0; i < rounds; ++i) total += chat_template.render(messages, true).size();
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / rounds;
-  EXPECT_GT(total, 0u);
-  EXPECT_LT(ms, 1.0) << "one render took " << ms << " ms";
-  std::printf("qwen2.5 template, 10 messages: %.1f us per render\n", ms * 1000);
-}
+// How fast it renders a chat of 10 messages is bench/input_paths_bench's chat_template case.
 
 }  // namespace
 }  // namespace dew::data

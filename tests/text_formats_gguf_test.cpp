@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -152,22 +151,7 @@ TEST(GgufQuants, RefusesTypesItCannotConvert) {
   EXPECT_THROW(quantize_row(GgmlType::Q4_K, out.data(), 256, block.data()), dew::Error);
 }
 
-// Measures dequantization speed of a Q4_1 tensor (SmolLM2-135M's type) and Q4_K; informational.
-TEST(GgufQuants, DequantizeThroughput) {
-  for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F16}) {
-    const std::int64_t count = 1 << 22;  // 4M elements, 16 MB of float output
-    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(count / ggml_block_size(type) * ggml_block_bytes(type)));
-    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 2654435761u >> 13);
-    std::vector<float> out(static_cast<std::size_t>(count));
-    for (int threads : {1, 0}) {
-      auto start = std::chrono::steady_clock::now();
-      dequantize(type, bytes, count, out.data(), threads);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::printf("dequantize %s, %s: %.0f MB/s of float32 output (%.0f M elements/s)\n", ggml_type_name(type),
-                  threads == 1 ? "1 thread" : "all threads", count * 4 / s / 1e6, count / s / 1e6);
-    }
-  }
-}
+// Dequantization speed: bench/input_paths_bench's gguf_dequantize case.
 
 // ----- bad input: a small GGUF built by hand, then broken in one place at a time -----
 

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <atomic>
-#include <chrono>
+#include <memory>
 #include <thread>
 
 #include "dew/core/error.h"
@@ -11,10 +11,12 @@
 #include "dew/data/token_windows.h"
 #include "test_support.h"
 #include "token_test_support.h"
+#include "wait_until.h"
 
 namespace {
 using namespace dew::data;
 using dew::test::TempDir;
+using dew::test::wait_until;
 
 TokenLoaderOptions seeded(std::uint64_t seed) {
   TokenLoaderOptions o;
@@ -32,8 +34,8 @@ TEST(Prefetcher, GivesTheSameBatchesAsTheLoaderAndTracksTheConsumerPosition) {
     ASSERT_TRUE(at::equal(prefetched.next_batch(6).get("text"), plain.next_batch(6).get("text"))) << "batch " << i;
     EXPECT_EQ(prefetched.position(), plain.position());  // what was taken, not what is queued
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(prefetched.ready(), 3u);  // the queue filled up ahead
+  EXPECT_TRUE(wait_until([&] { return prefetched.ready() == 3u; })) << prefetched.ready();  // the queue fills up ahead
+  EXPECT_EQ(prefetched.ready(), 3u);  // and no further
   EXPECT_EQ(prefetched.position(), 240);
 
   // Resume at the consumer's position: a fresh loader continues exactly.
@@ -52,13 +54,26 @@ TEST(Prefetcher, GivesTheSameBatchesAsTheLoaderAndTracksTheConsumerPosition) {
 TEST(Prefetcher, ShutsDownWithAFullQueue) {
   TempDir dir;
   dew::test::write_token_dir(dir.path(), dew::test::iota_ids(2000, 256), {1, 2}, 256);
-  auto start = std::chrono::steady_clock::now();
-  {
-    Prefetcher p(std::make_unique<TokenWindows>(dir.path(), 15), 4, 2);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    EXPECT_EQ(p.ready(), 2u);  // the thread now waits on a full queue
+  // Shared with the thread that destroys it, which a deadlock would leave running past this test.
+  struct Shutdown {
+    std::unique_ptr<Prefetcher> prefetcher;
+    std::atomic<bool> done = false;
+  };
+  auto shutdown = std::make_shared<Shutdown>();
+  shutdown->prefetcher = std::make_unique<Prefetcher>(std::make_unique<TokenWindows>(dir.path(), 15), 4, 2);
+  ASSERT_TRUE(wait_until([&] { return shutdown->prefetcher->ready() == 2u; })) << shutdown->prefetcher->ready();
+  EXPECT_EQ(shutdown->prefetcher->ready(), 2u);  // the thread now waits on a full queue
+  std::thread destroyer([shutdown] {
+    shutdown->prefetcher.reset();
+    shutdown->done = true;
+  });
+  const bool done = wait_until([&] { return shutdown->done.load(); });
+  if (done) {
+    destroyer.join();
+  } else {
+    destroyer.detach();
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(done) << "the destructor did not return: the thread waiting on the full queue was not woken";
 }
 
 // A source that fails at its third batch.
