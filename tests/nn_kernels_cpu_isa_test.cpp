@@ -69,7 +69,9 @@ TEST(KernelsCpuIsa, TheWeightGradientKernelRunsOnlyAtAvx512) {
   const auto dy = at::randn({32, 48}), x = at::randn({32, 64});
   for (CpuIsa isa : runnable_levels()) {
     ForcedIsa forced(isa);
-    if (isa != CpuIsa::avx512) EXPECT_FALSE(dew::nn::weight_gradient_applies(dy, x)) << dew::nn::kernels::cpu_isa_name(isa);
+    if (isa != CpuIsa::avx512) {
+      EXPECT_FALSE(dew::nn::weight_gradient_applies(dy, x)) << dew::nn::kernels::cpu_isa_name(isa);
+    }
     // Its kernel or at::mm: the same product either way (sums of 32 terms of O(1): a few float32 ulps each).
     EXPECT_TRUE(at::allclose(dew::nn::weight_gradient(dy, x), at::mm(dy.t(), x), 1e-5, 1e-4));
   }
