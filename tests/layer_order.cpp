@@ -53,7 +53,7 @@ std::string where(const Include& inc) { return "src/dew/" + inc.file + ":" + std
 }  // namespace
 
 std::vector<std::string> layer_violations(const fs::path& src_root, const std::map<std::string, int>& order) {
-  static const std::regex quoted(R"(^\s*#\s*include\s*"([^"]+)")");
+  static const std::regex quoted(R"re(^\s*#\s*include\s*"([^"]+)")re");
   std::vector<std::string> out;
   std::vector<Include> includes;
   std::set<std::string> folders;
