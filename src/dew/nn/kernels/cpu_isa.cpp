@@ -5,12 +5,6 @@
 #include "dew/core/error.h"
 
 namespace dew::nn::kernels {
-namespace {
-
-// -1: not forced; otherwise a CpuIsa.
-std::atomic<int> forced{-1};
-
-}  // namespace
 
 CpuIsa detected_cpu_isa() {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -35,16 +29,15 @@ bool cpu_has_avx512_vnni() {
 #endif
 }
 
-CpuIsa cpu_isa() {
-  const int f = forced.load(std::memory_order_relaxed);
-  return f < 0 ? detected_cpu_isa() : static_cast<CpuIsa>(f);
-}
+// Before this initialiser runs (a kernel called from another file's static initialiser) the level reads
+// as zero, the baseline: slower, never wrong.
+std::atomic<int> detail::active_isa{static_cast<int>(detected_cpu_isa())};
 
 void force_cpu_isa(std::optional<CpuIsa> isa) {
   if (isa && static_cast<int>(*isa) > static_cast<int>(detected_cpu_isa()))
     dew::fail("the kernels cannot run '", cpu_isa_name(*isa), "': this CPU runs '", cpu_isa_name(detected_cpu_isa()),
               "' at most");
-  forced.store(isa ? static_cast<int>(*isa) : -1);
+  detail::active_isa.store(static_cast<int>(isa ? *isa : detected_cpu_isa()));
 }
 
 const char* cpu_isa_name(CpuIsa isa) {

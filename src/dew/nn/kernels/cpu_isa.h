@@ -13,6 +13,7 @@
 // Float flags are the folder's, set in CMakeLists.txt (no trapping math, no errno: the clamps and the
 // sqrt then vectorise); nothing here reads floating-point exception flags or errno.
 // Elsewhere than x86-64 with GCC, the attributes are empty, cpu_isa() is baseline and each body compiles once.
+#include <atomic>
 #include <cstdint>
 #include <optional>
 
@@ -24,8 +25,12 @@ enum class CpuIsa { baseline, avx2, avx512 };  // x86-64, x86-64-v3, x86-64-v4
 CpuIsa detected_cpu_isa();
 // Whether the CPU also has AVX-512 VNNI (the quantized AVX-512 dot products need it beyond x86-64-v4).
 bool cpu_has_avx512_vnni();
-// The level the kernels run now: detected_cpu_isa(), or what force_cpu_isa set.
-CpuIsa cpu_isa();
+// The level the kernels run now: detected_cpu_isa(), or what force_cpu_isa set. Inline, one relaxed load:
+// some kernels are called once per row.
+namespace detail {
+extern std::atomic<int> active_isa;  // a CpuIsa; set when the program loads
+}
+inline CpuIsa cpu_isa() { return static_cast<CpuIsa>(detail::active_isa.load(std::memory_order_relaxed)); }
 // Makes every later kernel call run at `isa` (nullopt: back to the detected level). Refuses a level this
 // CPU lacks (dew::Error naming both).
 void force_cpu_isa(std::optional<CpuIsa> isa);
