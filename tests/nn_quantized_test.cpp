@@ -35,7 +35,7 @@
 #include "dew/inference/generate.h"
 #include "dew/interop/gguf_model.h"
 #include "dew/nn/causal_transformer.h"
-#include "dew/nn/quantized/quant_kernels.h"
+#include "dew/nn/kernels/quant_dot.h"
 #include "dew/nn/quantized/quantized_matrix.h"
 #include "dew/nn/quantized_weights.h"
 #include "test_support.h"
@@ -126,7 +126,7 @@ std::vector<std::uint8_t> quantize_q4_k(const float* x, std::int64_t n) {
     }
     for (int s = 0; s < 8; ++s) {
       int check_sc, check_mn;
-      quant::k_scale_min(s12, s, check_sc, check_mn);
+      formats::k_scale_min(s12, s, check_sc, check_mn);
       EXPECT_EQ(check_sc, sc[s]);
       EXPECT_EQ(check_mn, mn[s]);
     }
@@ -171,13 +171,13 @@ at::Tensor term_magnitudes(const QuantizedMatrix& m) {
     const std::uint8_t* b = bytes + r * m.row_bytes();
     for (std::int64_t i = 0; i < m.cols(); ++i) {
       double offset = 0;  // w = scaled quant + offset
-      if (m.type() == GgmlType::Q4_0) offset = -8.0 * formats::half_to_float(quant::load_u16(b + 18 * (i / 32)));
-      if (m.type() == GgmlType::Q4_1) offset = formats::half_to_float(quant::load_u16(b + 20 * (i / 32) + 2));
+      if (m.type() == GgmlType::Q4_0) offset = -8.0 * formats::half_to_float(kernels::quant::load_u16(b + 18 * (i / 32)));
+      if (m.type() == GgmlType::Q4_1) offset = formats::half_to_float(kernels::quant::load_u16(b + 20 * (i / 32) + 2));
       if (m.type() == GgmlType::Q4_K) {
         const std::uint8_t* sb = b + 144 * (i / 256);
         int sc, mn;
-        quant::k_scale_min(sb + 4, static_cast<int>((i % 256) / 32), sc, mn);
-        offset = -static_cast<double>(formats::half_to_float(quant::load_u16(sb + 2))) * mn;
+        formats::k_scale_min(sb + 4, static_cast<int>((i % 256) / 32), sc, mn);
+        offset = -static_cast<double>(formats::half_to_float(kernels::quant::load_u16(sb + 2))) * mn;
       }
       oa[r][i] = std::fabs(wa[r][i] - offset) + std::fabs(offset);
     }

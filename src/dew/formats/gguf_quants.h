@@ -29,7 +29,7 @@ void dequantize(GgmlType type, std::span<const std::uint8_t> bytes, std::int64_t
 void quantize_row(GgmlType type, const float* values, std::int64_t count, std::uint8_t* out);
 
 // The 6-bit scale and minimum of sub-block i (0..7) of a Q4_K or Q5_K block, from its 12 scale bytes
-// (ggml's get_scale_min_k4). Inline: the integer kernels (nn/quantized) call it in their inner loops.
+// (ggml's get_scale_min_k4). Inline: the integer kernels (nn/kernels/quant_dot) call it in their inner loops.
 inline void k_scale_min(const std::uint8_t* s, int i, int& scale, int& min) {
   if (i < 4) {
     scale = s[i] & 63;

@@ -1,87 +1,15 @@
-// Without trapping math, GCC can if-convert the clamps in fast_exp (fast_exp.h) and vectorise the loops below; nothing
-// here reads floating-point exception flags.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
-
 #include "dew/nn/activations.h"
-#include "dew/nn/cpu_kernel.h"
-#include "dew/nn/fast_exp.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
 #include <cstdint>
 
+#include "dew/nn/kernels/activations.h"
+
 namespace dew::nn {
 
 namespace {
-
-inline float sigmoid(float z) { return 1.0f / (1.0f + fast_exp(-z)); }
-
-// tanh-GELU as x sigmoid(2u), u = c (x + a x^3): 0.5 (1 + tanh(u)) = sigmoid(2u), with no cancellation near 0.
-constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluA = 0.044715f;
-
-DEW_CPU_CLONES void gelu_tanh_forward(const float* __restrict x, float* __restrict y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    y[i] = v * sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v));
-  }
-}
-
-// dy/dx = s + x s (1 - s) 2 du/dx, s = sigmoid(2u), du/dx = c (1 + 3 a x^2).
-DEW_CPU_CLONES void gelu_tanh_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float s = sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v));
-    dx[i] = g[i] * (s + v * s * (1.0f - s) * 2.0f * kGeluC * (1.0f + 3.0f * kGeluA * v * v));
-  }
-}
-
-DEW_CPU_CLONES void silu_forward(const float* __restrict x, float* __restrict y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * sigmoid(x[i]);
-}
-
-// dy/dx = s (1 + x (1 - s)), s = sigmoid(x).
-DEW_CPU_CLONES void silu_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float s = sigmoid(x[i]);
-    dx[i] = g[i] * s * (1.0f + x[i] * (1.0f - s));
-  }
-}
-
-// Gated units y = act(g) u (SwiGLU, GeGLU) in one pass, and their backward in one pass:
-//   dg = dy u act'(g),  du = dy act(g).
-DEW_CPU_CLONES void swiglu_forward(const float* __restrict g, const float* __restrict u, float* __restrict y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = g[i] * sigmoid(g[i]) * u[i];
-}
-
-DEW_CPU_CLONES void swiglu_backward(const float* __restrict g, const float* __restrict u, const float* __restrict dy,
-                                    float* __restrict dg, float* __restrict du, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float s = sigmoid(g[i]);
-    du[i] = dy[i] * (g[i] * s);
-    dg[i] = dy[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
-  }
-}
-
-DEW_CPU_CLONES void geglu_forward(const float* __restrict g, const float* __restrict u, float* __restrict y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = g[i];
-    y[i] = v * sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v)) * u[i];
-  }
-}
-
-DEW_CPU_CLONES void geglu_backward(const float* __restrict g, const float* __restrict u, const float* __restrict dy,
-                                   float* __restrict dg, float* __restrict du, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = g[i];
-    const float s = sigmoid(2.0f * kGeluC * (v + kGeluA * v * v * v));
-    du[i] = dy[i] * (v * s);
-    dg[i] = dy[i] * u[i] * (s + v * s * (1.0f - s) * 2.0f * kGeluC * (1.0f + 3.0f * kGeluA * v * v));
-  }
-}
 
 constexpr std::int64_t kGrain = 1 << 14;  // elements per task: ~10 us of work, well above the fork cost
 
@@ -110,8 +38,8 @@ struct Kernels {
   Forward forward;
   Backward backward;
 };
-const Kernels kGeluTanh{gelu_tanh_forward, gelu_tanh_backward};
-const Kernels kSilu{silu_forward, silu_backward};
+const Kernels kGeluTanh{kernels::gelu_tanh_forward, kernels::gelu_tanh_backward};
+const Kernels kSilu{kernels::silu_forward, kernels::silu_backward};
 
 // The saved input, not the output, is what backward reads: it recomputes the sigmoid. Not twice
 // differentiable (its backward is a kernel, not a graph); nothing in dew asks for double backward.
@@ -134,8 +62,8 @@ struct GatedKernels {
   GatedForward forward;
   GatedBackward backward;
 };
-const GatedKernels kSwiGlu{swiglu_forward, swiglu_backward};
-const GatedKernels kGeGlu{geglu_forward, geglu_backward};
+const GatedKernels kSwiGlu{kernels::swiglu_forward, kernels::swiglu_backward};
+const GatedKernels kGeGlu{kernels::geglu_forward, kernels::geglu_backward};
 
 at::Tensor run_gated_forward(GatedForward kernel, const at::Tensor& gate, const at::Tensor& up) {
   auto y = at::empty_like(gate);

@@ -5,7 +5,7 @@
 // (1.3 ms for 1.6 M floats on 2 AVX-512 cores, where tanh alone takes 0.28 ms), and a DiT spends 12% of a
 // training step in them. These compute each as x * sigmoid(z), with one exp per element, in one pass forward
 // and one backward (recomputing the sigmoid from the saved input instead of saving it), vectorised for
-// AVX-512, AVX2 or SSE2 by the CPU found at load time.
+// AVX-512, AVX2 or SSE2 as nn/kernels/cpu_isa.h picks for the CPU.
 //
 // Values: within ~2 ulp of the exact function (exp's 7th-order polynomial on [-ln2/2, ln2/2] is exact to
 // ~5e-9 relative, then a few roundings), not bit-identical to at::gelu / at::silu. Other devices and dtypes

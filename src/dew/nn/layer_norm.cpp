@@ -6,61 +6,11 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "dew/nn/cpu_kernel.h"
+#include "dew/nn/kernels/layer_norm.h"
 
 namespace dew::nn {
 
 namespace {
-
-// Rows [begin, end) of D: y = (x - mean) * rstd * w + b, keeping each row's mean and rstd.
-DEW_CPU_CLONES void forward_rows(const float* __restrict x, const float* __restrict w, const float* __restrict b,
-                                 float* __restrict y, std::int64_t begin, std::int64_t end, std::int64_t D, float eps,
-                                 float* __restrict mean_out, float* __restrict rstd_out) {
-  for (std::int64_t r = begin; r < end; ++r) {
-    const float* xr = x + r * D;
-    float* yr = y + r * D;
-    float mean, rstd;
-    row_mean_rstd(xr, D, eps, mean, rstd);
-    for (std::int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - mean) * rstd * w[d] + b[d];
-    mean_out[r] = mean;
-    rstd_out[r] = rstd;
-  }
-}
-
-// Rows [begin, end)'s backward. With gw = g w and x_hat = (x - mean) rstd:
-//   dx = rstd (gw - mean(gw) - x_hat mean(gw x_hat)),  dw += g x_hat,  db += g  (into this thread's dw, db).
-DEW_CPU_CLONES void backward_rows(const float* __restrict x, const float* __restrict g, const float* __restrict w,
-                                  const float* __restrict mean, const float* __restrict rstd, std::int64_t begin,
-                                  std::int64_t end, std::int64_t D, float* __restrict dx, float* __restrict dw,
-                                  float* __restrict db) {
-  const std::int64_t body = D - D % kLanes;
-  for (std::int64_t r = begin; r < end; ++r) {
-    const float *xr = x + r * D, *gr = g + r * D;
-    const float m = mean[r], s = rstd[r];
-    Lanes a_lanes = {}, c_lanes = {};
-    for (std::int64_t d = 0; d < body; d += kLanes) {
-      const Lanes x_hat = (DEW_LANES_LOAD(xr + d) - m) * s, gw = DEW_LANES_LOAD(gr + d) * DEW_LANES_LOAD(w + d);
-      a_lanes += gw;
-      c_lanes += gw * x_hat;
-    }
-    float a = 0, c = 0;
-    for (int l = 0; l < kLanes; ++l) a += a_lanes[l], c += c_lanes[l];
-    for (std::int64_t d = body; d < D; ++d) {
-      const float x_hat = (xr[d] - m) * s, gw = gr[d] * w[d];
-      a += gw;
-      c += gw * x_hat;
-    }
-    a /= static_cast<float>(D);
-    c /= static_cast<float>(D);
-    float* dxr = dx + r * D;
-    for (std::int64_t d = 0; d < D; ++d) {
-      const float x_hat = (xr[d] - m) * s;
-      dxr[d] = s * (gr[d] * w[d] - a - x_hat * c);
-      dw[d] += gr[d] * x_hat;
-      db[d] += gr[d];
-    }
-  }
-}
 
 struct AffineLayerNorm : public torch::autograd::Function<AffineLayerNorm> {
   // x [..., D], weight and bias [D], all float32, contiguous, on the CPU.
@@ -72,7 +22,7 @@ struct AffineLayerNorm : public torch::autograd::Function<AffineLayerNorm> {
     const float *xp = x.data_ptr<float>(), *wp = weight.data_ptr<float>(), *bp = bias.data_ptr<float>();
     float *yp = y.data_ptr<float>(), *mp = mean.data_ptr<float>(), *rp = rstd.data_ptr<float>();
     at::parallel_for(0, rows, 64, [&](std::int64_t begin, std::int64_t end) {
-      forward_rows(xp, wp, bp, yp, begin, end, D, static_cast<float>(eps), mp, rp);
+      kernels::layer_norm_forward_rows(xp, wp, bp, yp, begin, end, D, static_cast<float>(eps), mp, rp);
     });
     ctx->save_for_backward({x, weight, mean, rstd});
     return y;
@@ -94,7 +44,7 @@ struct AffineLayerNorm : public torch::autograd::Function<AffineLayerNorm> {
     at::parallel_for(0, parts, 1, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t part = begin; part < end; ++part) {
         const std::int64_t first = rows * part / parts, last = rows * (part + 1) / parts;
-        backward_rows(xp, gp, wp, mp, rp, first, last, D, dxp, pp + part * 2 * D, pp + part * 2 * D + D);
+        kernels::layer_norm_backward_rows(xp, gp, wp, mp, rp, first, last, D, dxp, pp + part * 2 * D, pp + part * 2 * D + D);
       }
     });
     const auto sums = partial.sum(0);  // [2, D]

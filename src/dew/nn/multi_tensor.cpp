@@ -1,31 +1,16 @@
-// Without trapping math, GCC vectorises the lerp loop; nothing here reads floating-point exception flags.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
-
 #include "dew/nn/multi_tensor.h"
 
 #include <ATen/Parallel.h>
 
 #include <cmath>
 
-#include "dew/nn/cpu_kernel.h"
+#include "dew/nn/kernels/lerp.h"
 
 namespace dew::nn {
 
 namespace {
 
 constexpr std::int64_t kChunk = 1 << 15;  // elements a task: ~10 us of a memory-bound pass, well above a fork
-
-// ATen's lerp: a + w (b - a) for |w| < 0.5, else b - (b - a)(1 - w), which is exact at w = 1.
-DEW_CPU_CLONES void lerp_range(float* __restrict a, const float* __restrict b, std::int64_t n, float w) {
-  if (std::abs(w) < 0.5f) {
-    for (std::int64_t i = 0; i < n; ++i) a[i] = a[i] + w * (b[i] - a[i]);
-  } else {
-    const float rest = 1.0f - w;
-    for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] - (b[i] - a[i]) * rest;
-  }
-}
 
 }  // namespace
 
@@ -73,7 +58,7 @@ void lerp_each(const std::vector<at::Tensor>& targets, const std::vector<at::Ten
   if (multi_tensor_applies({&targets, &sources})) {
     const float w = static_cast<float>(weight);
     for_each_chunk(targets, [&](std::size_t i, std::int64_t begin, std::int64_t end) {
-      lerp_range(targets[i].data_ptr<float>() + begin, sources[i].data_ptr<float>() + begin, end - begin, w);
+      kernels::lerp(targets[i].data_ptr<float>() + begin, sources[i].data_ptr<float>() + begin, end - begin, w);
     });
   } else {
     std::vector<at::Tensor> t = targets;

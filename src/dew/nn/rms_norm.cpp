@@ -1,9 +1,3 @@
-// Without trapping math, GCC can vectorise the row loops below; nothing here reads floating-point exception
-// flags.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
-
 #include "dew/nn/rms_norm.h"
 
 #include <ATen/Parallel.h>
@@ -13,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "dew/nn/cpu_kernel.h"
+#include "dew/nn/kernels/rms_norm.h"
 
 namespace dew::nn {
 
@@ -25,56 +19,6 @@ at::Tensor rms_norm_reference(const at::Tensor& x, const at::Tensor& weight, dou
 }
 
 namespace {
-
-// Sum of a[i] * b[i] in 16 independent lanes (which GCC turns into one or two vector accumulators), then
-// the lanes and the tail.
-DEW_CPU_CLONES float dot(const float* __restrict a, const float* __restrict b, std::int64_t d) {
-  float lanes[16] = {};
-  std::int64_t i = 0;
-  for (; i + 16 <= d; i += 16)
-    for (int j = 0; j < 16; ++j) lanes[j] += a[i + j] * b[i + j];
-  float sum = 0.0f;
-  for (int j = 0; j < 16; ++j) sum += lanes[j];
-  for (; i < d; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-// y = (x * rstd) * scale for `rows` rows of d; rstd[r] = 1 / sqrt(mean(x_r^2) + eps).
-DEW_CPU_CLONES void forward_rows(const float* __restrict x, const float* __restrict scale, float eps, float* __restrict y,
-                                 float* __restrict rstd, std::int64_t rows, std::int64_t d) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * d;
-    float* yr = y + r * d;
-    const float rs = 1.0f / std::sqrt(dot(xr, xr, d) / static_cast<float>(d) + eps);
-    rstd[r] = rs;
-    for (std::int64_t i = 0; i < d; ++i) yr[i] = (xr[i] * rs) * scale[i];
-  }
-}
-
-// With n = x * rstd (the normalised row) and y = n * scale:
-//   dscale += g * n (into dscale when it is not null)
-//   dx = rstd * (g * scale - n * mean(g * scale * n))
-DEW_CPU_CLONES void backward_rows(const float* __restrict x, const float* __restrict g, const float* __restrict scale,
-                                  const float* __restrict rstd, float* __restrict dx, float* __restrict dscale,
-                                  std::int64_t rows, std::int64_t d) {
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * d;
-    const float* gr = g + r * d;
-    float* dxr = dx + r * d;
-    const float rs = rstd[r];
-    float lanes[16] = {};
-    std::int64_t i = 0;
-    for (; i + 16 <= d; i += 16)
-      for (int j = 0; j < 16; ++j) lanes[j] += gr[i + j] * scale[i + j] * xr[i + j];
-    float sum = 0.0f;
-    for (int j = 0; j < 16; ++j) sum += lanes[j];
-    for (; i < d; ++i) sum += gr[i] * scale[i] * xr[i];
-    const float mean_gsn = sum * rs / static_cast<float>(d);  // mean(g * scale * n)
-    for (std::int64_t k = 0; k < d; ++k) dxr[k] = rs * (gr[k] * scale[k] - xr[k] * rs * mean_gsn);
-    if (dscale != nullptr)
-      for (std::int64_t k = 0; k < d; ++k) dscale[k] += gr[k] * (xr[k] * rs);
-  }
-}
 
 // Rows are handled in blocks of this many; each block's weight gradient is summed on its own, then the
 // blocks in order, so the result does not depend on how many threads took the blocks.
@@ -101,7 +45,7 @@ std::pair<at::Tensor, at::Tensor> forward_kernel(const at::Tensor& x, const at::
   const auto blocks = (rows + kBlockRows - 1) / kBlockRows;
   at::parallel_for(0, blocks, grain_blocks(d), [&](std::int64_t b0, std::int64_t b1) {
     const auto r0 = b0 * kBlockRows, r1 = std::min(rows, b1 * kBlockRows);
-    forward_rows(xp + r0 * d, sp, static_cast<float>(eps), yp + r0 * d, rp + r0, r1 - r0, d);
+    kernels::rms_norm_forward_rows(xp + r0 * d, sp, static_cast<float>(eps), yp + r0 * d, rp + r0, r1 - r0, d);
   });
   return {y, rstd};
 }
@@ -132,7 +76,8 @@ struct FusedRmsNorm : public torch::autograd::Function<FusedRmsNorm> {
     at::parallel_for(0, blocks, grain_blocks(d), [&](std::int64_t b0, std::int64_t b1) {
       for (auto b = b0; b < b1; ++b) {
         const auto r0 = b * kBlockRows, r1 = std::min(rows, r0 + kBlockRows);
-        backward_rows(xp + r0 * d, gp + r0 * d, sp, rp + r0, dxp + r0 * d, pp ? pp + b * d : nullptr, r1 - r0, d);
+        kernels::rms_norm_backward_rows(xp + r0 * d, gp + r0 * d, sp, rp + r0, dxp + r0 * d, pp ? pp + b * d : nullptr, r1 - r0,
+                                        d);
       }
     });
     at::Tensor dweight;

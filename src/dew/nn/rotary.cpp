@@ -1,9 +1,3 @@
-// Without trapping math, GCC can vectorise the row loops below; nothing here reads floating-point exception
-// flags.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
-
 #include "dew/nn/rotary.h"
 
 #include <ATen/Parallel.h>
@@ -13,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "dew/nn/cpu_kernel.h"
+#include "dew/nn/kernels/rotary.h"
 
 namespace dew::nn {
 
@@ -56,19 +50,6 @@ at::Tensor apply_rotary_reference(const at::Tensor& x, const RotaryAngles& angle
 
 namespace {
 
-// One row of head_dim = 2h. Forward rotation:           y1 = x1 c1 - x2 s1,  y2 = x2 c2 + x1 s2;
-// with `transpose` its transpose (the backward):          y1 = x1 c1 + x2 s2,  y2 = x2 c2 - x1 s1.
-DEW_CPU_CLONES void rotate_row(const float* __restrict x, const float* __restrict c, const float* __restrict s,
-                               float* __restrict y, std::int64_t h, bool transpose) {
-  if (!transpose) {
-    for (std::int64_t i = 0; i < h; ++i) y[i] = x[i] * c[i] - x[i + h] * s[i];
-    for (std::int64_t i = 0; i < h; ++i) y[i + h] = x[i + h] * c[i + h] + x[i] * s[i + h];
-  } else {
-    for (std::int64_t i = 0; i < h; ++i) y[i] = x[i] * c[i] + x[i + h] * s[i + h];
-    for (std::int64_t i = 0; i < h; ++i) y[i + h] = x[i + h] * c[i + h] - x[i] * s[i];
-  }
-}
-
 // out[b, n, t, :] = rotate(in[b, n, t, :]) with cos/sin[b or 0, 0, t, :], any strides whose last is 1
 // (the angles' batch dimension may be broadcast). `out` is allocated like `in` (a transposed view keeps its
 // layout, so q and k stay views of [B, S, heads, D] memory as the unfused path leaves them).
@@ -85,8 +66,8 @@ at::Tensor rotate(const at::Tensor& in, const RotaryAngles& angles, bool transpo
   at::parallel_for(0, B * N * T, grain, [&](std::int64_t begin, std::int64_t end) {
     for (auto row = begin; row < end; ++row) {
       const auto t = row % T, n = (row / T) % N, b = row / (T * N);
-      rotate_row(xp + b * xs[0] + n * xs[1] + t * xs[2], cp + b * cs[0] + t * cs[1], sp + b * ss[0] + t * ss[1],
-                 yp + b * ys[0] + n * ys[1] + t * ys[2], D / 2, transpose);
+      kernels::rotate_row(xp + b * xs[0] + n * xs[1] + t * xs[2], cp + b * cs[0] + t * cs[1], sp + b * ss[0] + t * ss[1],
+                          yp + b * ys[0] + n * ys[1] + t * ys[2], D / 2, transpose);
     }
   });
   return out;

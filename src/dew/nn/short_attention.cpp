@@ -1,9 +1,3 @@
-// Without trapping math, GCC can if-convert fast_exp's clamps and vectorise the softmax rows; nothing here
-// reads floating-point exception flags.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
-
 #include "dew/nn/short_attention.h"
 
 #include <ATen/Parallel.h>
@@ -17,195 +11,17 @@
 #include <utility>
 #include <vector>
 
-#include "dew/nn/cpu_kernel.h"
-#include "dew/nn/fast_exp.h"
+#include "dew/nn/kernels/lanes.h"
+#include "dew/nn/kernels/short_attention.h"
 
 namespace dew::nn {
 
 namespace {
 
+using kernels::Band;
+using kernels::kLanes;
+
 std::int64_t round_up(std::int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
-
-// Which part of a product a causal mask leaves non-zero, for rows m..m+3 of C (row m of A is query m, or
-// key m for the transposed products): all of it; the columns up to the row (scores; the rest is written 0);
-// the depth up to the row (P V and dS K: P is 0 beyond); the depth from the row (P^T dO and dS^T Q).
-enum class Band { kFull, kColumnsToRow, kDepthToRow, kDepthFromRow };
-
-// C[m, 0:n] (+)= sum_k A[m, k] B[k, 0:n] for m < M, n a multiple of kLanes. A's element (m, k) is at
-// A[m * am + k * ak], so a transposed A costs nothing (its four scalars a step are then adjacent); B and C
-// have rows ldb and ldc apart. Four rows by two vectors of columns at a time: eight accumulators stay in
-// registers over k and each loaded row of B feeds eight multiply-adds.
-DEW_CPU_CLONES void small_gemm(std::int64_t M, std::int64_t n_all, std::int64_t K_all, const float* __restrict A, std::int64_t am,
-                               std::int64_t ak, const float* __restrict B, std::int64_t ldb, float* __restrict C, std::int64_t ldc,
-                               bool accumulate, Band band) {
-  std::int64_t m = 0;
-  for (; m + 4 <= M; m += 4) {
-    float *c0 = C + m * ldc, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;
-    const std::int64_t last = m + 4;  // one past the block's last row
-    const std::int64_t n = band == Band::kColumnsToRow ? std::min(n_all, (last + kLanes - 1) / kLanes * kLanes) : n_all;
-    const std::int64_t k_begin = band == Band::kDepthFromRow ? m : 0;
-    const std::int64_t K = band == Band::kDepthToRow ? std::min(K_all, last) : K_all;
-    for (std::int64_t j = n; j < n_all; ++j) c0[j] = c1[j] = c2[j] = c3[j] = 0.0f;
-    std::int64_t j = 0;
-    for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
-      Lanes x0 = {}, y0 = {}, x1 = {}, y1 = {}, x2 = {}, y2 = {}, x3 = {}, y3 = {};
-      if (accumulate) {
-        x0 = DEW_LANES_LOAD(c0 + j), y0 = DEW_LANES_LOAD(c0 + j + kLanes), x1 = DEW_LANES_LOAD(c1 + j), y1 = DEW_LANES_LOAD(c1 + j + kLanes);
-        x2 = DEW_LANES_LOAD(c2 + j), y2 = DEW_LANES_LOAD(c2 + j + kLanes), x3 = DEW_LANES_LOAD(c3 + j), y3 = DEW_LANES_LOAD(c3 + j + kLanes);
-      }
-      const float* b = B + k_begin * ldb + j;
-      const float* a = A + m * am + k_begin * ak;
-      for (std::int64_t k = k_begin; k < K; ++k, b += ldb, a += ak) {
-        const Lanes u = DEW_LANES_LOAD(b), w = DEW_LANES_LOAD(b + kLanes);
-        const float s0 = a[0], s1 = a[am], s2 = a[2 * am], s3 = a[3 * am];
-        x0 += s0 * u, y0 += s0 * w, x1 += s1 * u, y1 += s1 * w;
-        x2 += s2 * u, y2 += s2 * w, x3 += s3 * u, y3 += s3 * w;
-      }
-      DEW_LANES_STORE(c0 + j, x0), DEW_LANES_STORE(c0 + j + kLanes, y0), DEW_LANES_STORE(c1 + j, x1), DEW_LANES_STORE(c1 + j + kLanes, y1);
-      DEW_LANES_STORE(c2 + j, x2), DEW_LANES_STORE(c2 + j + kLanes, y2), DEW_LANES_STORE(c3 + j, x3), DEW_LANES_STORE(c3 + j + kLanes, y3);
-    }
-    for (; j < n; j += kLanes) {
-      Lanes x0 = {}, x1 = {}, x2 = {}, x3 = {};
-      if (accumulate) x0 = DEW_LANES_LOAD(c0 + j), x1 = DEW_LANES_LOAD(c1 + j), x2 = DEW_LANES_LOAD(c2 + j), x3 = DEW_LANES_LOAD(c3 + j);
-      const float* b = B + k_begin * ldb + j;
-      const float* a = A + m * am + k_begin * ak;
-      for (std::int64_t k = k_begin; k < K; ++k, b += ldb, a += ak) {
-        const Lanes u = DEW_LANES_LOAD(b);
-        x0 += a[0] * u, x1 += a[am] * u, x2 += a[2 * am] * u, x3 += a[3 * am] * u;
-      }
-      DEW_LANES_STORE(c0 + j, x0), DEW_LANES_STORE(c1 + j, x1), DEW_LANES_STORE(c2 + j, x2), DEW_LANES_STORE(c3 + j, x3);
-    }
-  }
-  for (; m < M; ++m) {
-    float* c = C + m * ldc;
-    const std::int64_t n = band == Band::kColumnsToRow ? std::min(n_all, (m + kLanes) / kLanes * kLanes) : n_all;
-    const std::int64_t k_begin = band == Band::kDepthFromRow ? m : 0;
-    const std::int64_t K = band == Band::kDepthToRow ? std::min(K_all, m + 1) : K_all;
-    for (std::int64_t j = n; j < n_all; ++j) c[j] = 0.0f;
-    for (std::int64_t j = 0; j < n; j += kLanes) {
-      Lanes x = accumulate ? DEW_LANES_LOAD(c + j) : Lanes{};
-      const float* b = B + k_begin * ldb + j;
-      const float* a = A + m * am + k_begin * ak;
-      for (std::int64_t k = k_begin; k < K; ++k, b += ldb, a += ak) x += a[0] * DEW_LANES_LOAD(b);
-      DEW_LANES_STORE(c + j, x);
-    }
-  }
-}
-
-// Rows of hd floats from `rows` pointers `stride` apart into rows of hdp (times `factor`), the padding 0.
-DEW_CPU_CLONES void copy_rows_padded(const float* __restrict from, std::int64_t stride, std::int64_t rows, std::int64_t hd,
-                                     std::int64_t hdp, float factor, float* __restrict to) {
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const float* src = from + i * stride;
-    float* dst = to + i * hdp;
-    for (std::int64_t c = 0; c < hd; ++c) dst[c] = src[c] * factor;
-    for (std::int64_t c = hd; c < hdp; ++c) dst[c] = 0.0f;
-  }
-}
-
-// Rows of hdp floats back into rows of hd `stride` apart, times `factor`.
-DEW_CPU_CLONES void copy_rows_unpadded(const float* __restrict from, std::int64_t rows, std::int64_t hd, std::int64_t hdp,
-                                       float factor, float* __restrict to, std::int64_t stride) {
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const float* src = from + i * hdp;
-    float* dst = to + i * stride;
-    for (std::int64_t c = 0; c < hd; ++c) dst[c] = src[c] * factor;
-  }
-}
-
-// Row i of the causal N x Np products q.k becomes softmax(scale q.k) over its first `i + 1` entries;
-// the rest 0. Each pass runs over whole vectors with no scalar tail: the columns past the row's last valid
-// one, up to the next multiple of 16, are set to -inf first, so they neither win the max nor count in the
-// sum, and are zeroed at the end. The max and the sum keep 16 partial results (GCC will not reorder a
-// float reduction by itself, and a one-lane chain of dependent adds runs at a fraction of the speed).
-DEW_CPU_CLONES void softmax_rows(float* __restrict S, std::int64_t N, std::int64_t Np, float scale) {
-  constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
-  for (std::int64_t i = 0; i < N; ++i) {
-    float* s = S + i * Np;
-    const std::int64_t valid = i + 1;
-    const std::int64_t whole = (valid + kLanes - 1) / kLanes * kLanes;  // <= Np
-    for (std::int64_t j = valid; j < whole; ++j) s[j] = kMinusInfinity;
-    Lanes tops = DEW_LANES_LOAD(s);
-    for (std::int64_t j = kLanes; j < whole; j += kLanes) {
-      const Lanes x = DEW_LANES_LOAD(s + j);
-      tops = x > tops ? x : tops;
-    }
-    float top = tops[0];
-    for (int l = 1; l < kLanes; ++l) top = tops[l] > top ? tops[l] : top;
-    for (std::int64_t j = 0; j < whole; ++j) {
-      // scale > 0: the row's largest scaled entry is scale * top. Below e^-87 (fast_exp's clamp) the
-      // weight is 0 outright: e^-87 times 1/sum would be a subnormal, and each arithmetic op on one costs
-      // ~100 cycles (the -inf columns would hit it every row).
-      const float x = (s[j] - top) * scale;
-      s[j] = x > -87.0f ? fast_exp(x) : 0.0f;
-    }
-    Lanes sums = {};
-    for (std::int64_t j = 0; j < whole; j += kLanes) sums += DEW_LANES_LOAD(s + j);
-    float sum = 0.0f;
-    for (int l = 0; l < kLanes; ++l) sum += sums[l];
-    const float inverse = 1.0f / sum;
-    for (std::int64_t j = 0; j < whole; ++j) s[j] *= inverse;
-    for (std::int64_t j = valid; j < Np; ++j) s[j] = 0.0f;
-  }
-}
-
-// dS = scale P (dP - rowsum(P dP)), in place of dP: the softmax's backward, times the scores' scale so
-// that dQ = dS K and dK = dS^T Q (P is 0 where masked or padded). The row sum in 16 partial sums.
-DEW_CPU_CLONES void softmax_backward_rows(const float* __restrict P, float* __restrict dP, std::int64_t N, std::int64_t Np, float scale) {
-  for (std::int64_t i = 0; i < N; ++i) {
-    const float* p = P + i * Np;
-    float* d = dP + i * Np;
-    Lanes dots = {};
-    for (std::int64_t j = 0; j < Np; j += kLanes) dots += DEW_LANES_LOAD(p + j) * DEW_LANES_LOAD(d + j);
-    float dot = 0.0f;
-    for (int l = 0; l < kLanes; ++l) dot += dots[l];
-    for (std::int64_t j = 0; j < Np; ++j) d[j] = scale * (p[j] * (d[j] - dot));
-  }
-}
-
-// The key-major softmax, for attention without a mask: S holds scale-free scores k.q as [N keys, Np queries]
-// (S^T), so one vector carries 16 queries' scores for one key and the softmax over the keys runs down the
-// columns. Its max and sum are element-wise over rows: no horizontal reduction and no per-row tail, which
-// in the row-major form cost more than the products for 8-49 tokens (a 17-token row is two vectors). The
-// padded query columns (their q is 0) come out uniform and are never read.
-DEW_CPU_CLONES void softmax_columns(float* __restrict S, std::int64_t N, std::int64_t Np, float scale) {
-  float top[kShortAttentionMaxTokens], sum[kShortAttentionMaxTokens];
-  for (std::int64_t j = 0; j < Np; ++j) top[j] = S[j], sum[j] = 0.0f;
-  for (std::int64_t r = 1; r < N; ++r) {
-    const float* s = S + r * Np;
-    for (std::int64_t j = 0; j < Np; ++j) top[j] = s[j] > top[j] ? s[j] : top[j];
-  }
-  for (std::int64_t r = 0; r < N; ++r) {
-    float* s = S + r * Np;
-    for (std::int64_t j = 0; j < Np; ++j) {
-      const float x = (s[j] - top[j]) * scale;  // scale > 0, as in softmax_rows; below e^-87 a weight is 0
-      const float e = x > -87.0f ? fast_exp(x) : 0.0f;
-      s[j] = e;
-      sum[j] += e;
-    }
-  }
-  for (std::int64_t j = 0; j < Np; ++j) sum[j] = 1.0f / sum[j];
-  for (std::int64_t r = 0; r < N; ++r) {
-    float* s = S + r * Np;
-    for (std::int64_t j = 0; j < Np; ++j) s[j] *= sum[j];
-  }
-}
-
-// softmax_backward_rows for key-major P and dP ([N keys, Np queries]): the sums over keys run down the columns.
-DEW_CPU_CLONES void softmax_backward_columns(const float* __restrict P, float* __restrict dP, std::int64_t N, std::int64_t Np,
-                                             float scale) {
-  float dot[kShortAttentionMaxTokens];
-  for (std::int64_t j = 0; j < Np; ++j) dot[j] = 0.0f;
-  for (std::int64_t r = 0; r < N; ++r) {
-    const float *p = P + r * Np, *d = dP + r * Np;
-    for (std::int64_t j = 0; j < Np; ++j) dot[j] += p[j] * d[j];
-  }
-  for (std::int64_t r = 0; r < N; ++r) {
-    const float* p = P + r * Np;
-    float* d = dP + r * Np;
-    for (std::int64_t j = 0; j < Np; ++j) d[j] = scale * (p[j] * (d[j] - dot[j]));
-  }
-}
 
 // A [B, heads, N, hd] float tensor's element strides; its last stride is 1.
 struct Strided {
@@ -236,7 +52,7 @@ struct Rows {
 };
 Rows readable_rows(const Strided& t, std::int64_t b, std::int64_t h, const Dims& d, float* buffer) {
   if (d.in_place()) return {t.row(b, h, 0), t.sn};
-  copy_rows_padded(t.row(b, h, 0), t.sn, d.N, d.hd, d.hdp, 1.0f, buffer);
+  kernels::copy_rows_padded(t.row(b, h, 0), t.sn, d.N, d.hd, d.hdp, 1.0f, buffer);
   return {buffer, d.hdp};
 }
 // Where a product for (b, h)'s rows is written: the tensor, or `buffer` to be copied out by finish_rows.
@@ -244,74 +60,15 @@ Rows writable_rows(const Strided& t, std::int64_t b, std::int64_t h, const Dims&
   return d.in_place() ? Rows{t.row(b, h, 0), t.sn} : Rows{buffer, d.hdp};
 }
 void finish_rows(const Rows& rows, const Strided& t, std::int64_t b, std::int64_t h, const Dims& d) {
-  if (!d.in_place()) copy_rows_unpadded(rows.data, d.N, d.hd, d.hdp, 1.0f, t.row(b, h, 0), t.sn);
+  if (!d.in_place()) kernels::copy_rows_unpadded(rows.data, d.N, d.hd, d.hdp, 1.0f, t.row(b, h, 0), t.sn);
 }
 void zero_rows(const Rows& rows, const Dims& d) {
   for (std::int64_t i = 0; i < d.N; ++i) std::fill(rows.data + i * rows.stride, rows.data + i * rows.stride + d.hdp, 0.0f);
 }
 
-// One round of a 16 x 16 transpose held as 16 row vectors: in every 2S x 2S block, the top-right and
-// bottom-left S x S quarters trade places (row i with bit S clear pairs with row i + S). The rounds for
-// S = 8, 4, 2, 1 swap each bit of the row index with the same bit of the column index, which is the
-// transpose: 64 two-vector shuffles (vpermt2ps) where the element-by-element copy makes 256 scalar stores
-// and as many loads, at a stride of a row.
-typedef int LaneIndices __attribute__((vector_size(kLanes * sizeof(int))));
-// Lane c of the new row i takes (c & S ? row i + S's lane c - S : row i's lane c); lane c of the new row
-// i + S takes (c & S ? row i + S's lane c : row i's lane c + S). Indices >= 16 pick the second row.
-template <int S, typename Lanes_> struct RoundIndices;
-template <int S, int... c> struct RoundIndices<S, std::integer_sequence<int, c...>> {
-  static constexpr LaneIndices lower{((c & S) ? 16 + c - S : c)...};
-  static constexpr LaneIndices upper{((c & S) ? 16 + c : c + S)...};
-};
-template <int S>
-__attribute__((always_inline)) inline void transpose_round(Lanes (&rows)[kLanes]) {
-  using Indices = RoundIndices<S, std::make_integer_sequence<int, kLanes>>;
-#pragma GCC unroll 16
-  for (int i = 0; i < kLanes; ++i) {
-    if (i & S) continue;
-    const Lanes a = rows[i], b = rows[i + S];
-    rows[i] = __builtin_shuffle(a, b, Indices::lower);
-    rows[i + S] = __builtin_shuffle(a, b, Indices::upper);
-  }
-}
-
-// The transpose: hd x N of the tensor's rows into an hd x Np buffer (columns N.. 0), the B operand of
-// q k^T and dO v^T. By 16 x 16 blocks in registers; rows past N and columns past hd read as 0.
-DEW_CPU_CLONES void gather_transposed(const Strided& from, std::int64_t b, std::int64_t h, const Dims& d, float* __restrict to) {
-  // Every index into `block` is a constant once the loops are unrolled, so the block stays in registers
-  // (with a loop index GCC kept it on the stack and the shuffles waited on stores).
-  auto load = [&](Lanes& row, std::int64_t i, std::int64_t c0, std::int64_t width) __attribute__((always_inline)) {
-    row = Lanes{};
-    if (i >= d.N) return;
-    const float* src = from.row(b, h, i) + c0;
-    if (width == kLanes) {
-      row = DEW_LANES_LOAD(src);
-    } else {
-      __builtin_memcpy(&row, src, static_cast<std::size_t>(width) * sizeof(float));
-    }
-  };
-  for (std::int64_t i0 = 0; i0 < d.Np; i0 += kLanes) {
-    for (std::int64_t c0 = 0; c0 < d.hd; c0 += kLanes) {
-      const std::int64_t width = std::min(kLanes, d.hd - c0);
-      Lanes block[kLanes];
-#pragma GCC unroll 16
-      for (int t = 0; t < kLanes; ++t) load(block[t], i0 + t, c0, width);
-      transpose_round<8>(block);
-      transpose_round<4>(block);
-      transpose_round<2>(block);
-      transpose_round<1>(block);
-      float* out = to + c0 * d.Np + i0;
-      if (width == kLanes) {
-#pragma GCC unroll 16
-        for (int t = 0; t < kLanes; ++t) DEW_LANES_STORE(out + t * d.Np, block[t]);
-      } else {
-#pragma GCC unroll 16
-        for (int t = 0; t < kLanes; ++t) {
-          if (t < width) DEW_LANES_STORE(out + t * d.Np, block[t]);
-        }
-      }
-    }
-  }
+// The hd x N of (b, h)'s rows transposed into an hd x Np buffer (kernels::gather_transposed).
+void gather_transposed(const Strided& from, std::int64_t b, std::int64_t h, const Dims& d, float* to) {
+  kernels::gather_transposed(from.row(b, h, 0), from.sn, d.N, d.hd, d.Np, to);
 }
 
 // The forward into `out` ([B, H, N, hd] strides); with `kept` ([B, H, N, Np]) it keeps each head's softmax
@@ -329,14 +86,14 @@ void run_forward(const Strided& Q, const Strided& K, const Strided& V, const Str
         float* p = kept != nullptr ? kept + (b * d.H + h) * d.N * d.Np : scores.data();
         const Rows o = writable_rows(out, b, h, d, padded_o.data());
         if (d.causal) {  // P = softmax(scale q k^T) by query rows, then P v
-          small_gemm(d.N, d.Np, d.hd, Q.row(b, h, 0), Q.sn, 1, transposed.data(), d.Np, p, d.Np, false, Band::kColumnsToRow);
-          softmax_rows(p, d.N, d.Np, d.scale);
-          small_gemm(d.N, d.hdp, d.N, p, d.Np, 1, v.data, v.stride, o.data, o.stride, false, Band::kDepthToRow);
+          kernels::small_gemm(d.N, d.Np, d.hd, Q.row(b, h, 0), Q.sn, 1, transposed.data(), d.Np, p, d.Np, false, Band::kColumnsToRow);
+          kernels::softmax_rows(p, d.N, d.Np, d.scale);
+          kernels::small_gemm(d.N, d.hdp, d.N, p, d.Np, 1, v.data, v.stride, o.data, o.stride, false, Band::kDepthToRow);
         } else {  // P^T = softmax over keys of (k q^T), then (P^T)^T v
           gather_transposed(Q, b, h, d, transposed.data());
-          small_gemm(d.N, d.Np, d.hd, K.row(b, kv_head, 0), K.sn, 1, transposed.data(), d.Np, p, d.Np, false, Band::kFull);
-          softmax_columns(p, d.N, d.Np, d.scale);
-          small_gemm(d.N, d.hdp, d.N, p, 1, d.Np, v.data, v.stride, o.data, o.stride, false, Band::kFull);
+          kernels::small_gemm(d.N, d.Np, d.hd, K.row(b, kv_head, 0), K.sn, 1, transposed.data(), d.Np, p, d.Np, false, Band::kFull);
+          kernels::softmax_columns(p, d.N, d.Np, d.scale);
+          kernels::small_gemm(d.N, d.hdp, d.N, p, 1, d.Np, v.data, v.stride, o.data, o.stride, false, Band::kFull);
         }
         finish_rows(o, out, b, h, d);
       }
@@ -369,19 +126,19 @@ void run_backward(const Strided& Q, const Strided& K, const Strided& V, const fl
         const Rows q = readable_rows(Q, b, h, d, pad_q.data()), d_out = readable_rows(dO, b, h, d, pad_do.data());
         const Rows dq = writable_rows(dQ, b, h, d, pad_dq.data());
         if (d.causal) {
-          small_gemm(d.N, d.hdp, d.N, p, 1, d.Np, d_out.data, d_out.stride, dv.data, dv.stride, true, Band::kDepthFromRow);
-          small_gemm(d.N, d.Np, d.hd, dO.row(b, h, 0), dO.sn, 1, transposed.data(), d.Np, ds.data(), d.Np, false,
+          kernels::small_gemm(d.N, d.hdp, d.N, p, 1, d.Np, d_out.data, d_out.stride, dv.data, dv.stride, true, Band::kDepthFromRow);
+          kernels::small_gemm(d.N, d.Np, d.hd, dO.row(b, h, 0), dO.sn, 1, transposed.data(), d.Np, ds.data(), d.Np, false,
                      Band::kColumnsToRow);
-          softmax_backward_rows(p, ds.data(), d.N, d.Np, d.scale);
-          small_gemm(d.N, d.hdp, d.N, ds.data(), d.Np, 1, k.data, k.stride, dq.data, dq.stride, false, Band::kDepthToRow);
-          small_gemm(d.N, d.hdp, d.N, ds.data(), 1, d.Np, q.data, q.stride, dk.data, dk.stride, true, Band::kDepthFromRow);
+          kernels::softmax_backward_rows(p, ds.data(), d.N, d.Np, d.scale);
+          kernels::small_gemm(d.N, d.hdp, d.N, ds.data(), d.Np, 1, k.data, k.stride, dq.data, dq.stride, false, Band::kDepthToRow);
+          kernels::small_gemm(d.N, d.hdp, d.N, ds.data(), 1, d.Np, q.data, q.stride, dk.data, dk.stride, true, Band::kDepthFromRow);
         } else {
-          small_gemm(d.N, d.hdp, d.N, p, d.Np, 1, d_out.data, d_out.stride, dv.data, dv.stride, true, Band::kFull);
+          kernels::small_gemm(d.N, d.hdp, d.N, p, d.Np, 1, d_out.data, d_out.stride, dv.data, dv.stride, true, Band::kFull);
           gather_transposed(dO, b, h, d, transposed.data());
-          small_gemm(d.N, d.Np, d.hd, V.row(b, kv_head, 0), V.sn, 1, transposed.data(), d.Np, ds.data(), d.Np, false, Band::kFull);
-          softmax_backward_columns(p, ds.data(), d.N, d.Np, d.scale);
-          small_gemm(d.N, d.hdp, d.N, ds.data(), 1, d.Np, k.data, k.stride, dq.data, dq.stride, false, Band::kFull);
-          small_gemm(d.N, d.hdp, d.N, ds.data(), d.Np, 1, q.data, q.stride, dk.data, dk.stride, true, Band::kFull);
+          kernels::small_gemm(d.N, d.Np, d.hd, V.row(b, kv_head, 0), V.sn, 1, transposed.data(), d.Np, ds.data(), d.Np, false, Band::kFull);
+          kernels::softmax_backward_columns(p, ds.data(), d.N, d.Np, d.scale);
+          kernels::small_gemm(d.N, d.hdp, d.N, ds.data(), 1, d.Np, k.data, k.stride, dq.data, dq.stride, false, Band::kFull);
+          kernels::small_gemm(d.N, d.hdp, d.N, ds.data(), d.Np, 1, q.data, q.stride, dk.data, dk.stride, true, Band::kFull);
         }
         finish_rows(dq, dQ, b, h, d);
       }

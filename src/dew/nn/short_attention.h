@@ -10,11 +10,13 @@
 
 #include <cstdint>
 
+#include "dew/nn/kernels/short_attention.h"
+
 namespace dew::nn {
 
-// The longest sequence the kernel takes (its score matrix per head, 256 x 256 floats, is 256 KiB); longer
-// ones go to scaled_dot_product_attention.
-constexpr std::int64_t kShortAttentionMaxTokens = 256;
+// The longest sequence the kernel takes (its score matrix per head fits in cache); longer ones go to
+// scaled_dot_product_attention.
+constexpr std::int64_t kShortAttentionMaxTokens = kernels::kMaxTokens;
 
 // Whether short_attention takes these: float32 CPU tensors q [B, H, N, hd], k and v [B, Hkv, N, hd] with
 // H a multiple of Hkv (grouped-query), as many keys as queries, N <= kShortAttentionMaxTokens, hd <= 256.

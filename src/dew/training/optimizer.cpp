@@ -1,10 +1,3 @@
-// Without trapping math GCC vectorises the fused Adam loop's division, and CMakeLists.txt compiles this file
-// with -fno-math-errno for its sqrt (an optimize pragma or attribute does not reach target_clones
-// functions); nothing here reads floating-point flags or errno.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
-
 #include "dew/training/optimizer.h"
 
 #include <ATen/core/grad_mode.h>
@@ -12,47 +5,11 @@
 #include <cmath>
 
 #include "dew/core/error.h"
-#include "dew/nn/cpu_kernel.h"
+#include "dew/nn/kernels/adam.h"
 #include "dew/nn/multi_tensor.h"
 
 namespace dew::training {
 namespace {
-
-// One Adam(W) update's constants for one parameter, in float as ATen's float kernels use its scalars.
-struct AdamConstants {
-  float grad_scale;        // the gradient is grad * grad_scale
-  float l2;                // Adam's coupled decay: g += l2 * p (0 for AdamW)
-  float decay_multiplier;  // AdamW's decoupled decay: p *= 1 - lr * wd (1 for Adam)
-  float one_minus_beta1, beta2, one_minus_beta2, bias_correction2_sqrt, eps, neg_step_size;
-};
-
-// The foreach path's ops, element by element: lerp_(m, g, 1 - beta1) (ATen's formula for a weight below
-// 0.5, else from the other end), v = v beta2 + (1 - beta2) g g, p += -step_size m / (sqrt(v) / bc2 + eps).
-DEW_CPU_CLONES void adam_range(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
-                               std::int64_t n, const AdamConstants& c) {
-  // Locals, so the vectoriser sees loop invariants rather than loads through a pointer.
-  const float grad_scale = c.grad_scale, l2 = c.l2, decay_multiplier = c.decay_multiplier, w = c.one_minus_beta1;
-  const float beta2 = c.beta2, one_minus_beta2 = c.one_minus_beta2, bias_correction2_sqrt = c.bias_correction2_sqrt;
-  const float eps = c.eps, neg_step_size = c.neg_step_size, beta1 = 1.0f - w;
-  // Two copies of one loop, for ATen's two lerp formulas (no helper: a lambda or function would be built
-  // for the baseline ISA and not inline into the clones).
-#define DEW_ADAM_LOOP(NEW_M)                                                                    \
-  for (std::int64_t i = 0; i < n; ++i) {                                                        \
-    const float grad = g[i] * grad_scale + l2 * p[i];                                           \
-    const float mi = (NEW_M);                                                                   \
-    const float vi = v[i] * beta2 + one_minus_beta2 * grad * grad;                              \
-    const float denom = __builtin_sqrtf(vi) / bias_correction2_sqrt + eps;                      \
-    p[i] = p[i] * decay_multiplier + neg_step_size * (mi / denom);                              \
-    m[i] = mi;                                                                                  \
-    v[i] = vi;                                                                                  \
-  }
-  if (w < 0.5f) {
-    DEW_ADAM_LOOP(m[i] + w * (grad - m[i]))
-  } else {
-    DEW_ADAM_LOOP(grad - (grad - m[i]) * beta1)
-  }
-#undef DEW_ADAM_LOOP
-}
 
 class AdamFamily final : public Optimizer {
  public:
@@ -80,7 +37,7 @@ class AdamFamily final : public Optimizer {
     }
     if (params.empty()) return;
     if (nn::multi_tensor_applies({&params, &grads, &m, &v})) {
-      std::vector<AdamConstants> constants;
+      std::vector<nn::kernels::AdamConstants> constants;
       for (const auto& p : params) {
         const double wd = decays(p) ? config_.weight_decay : 0.0;
         constants.push_back({static_cast<float>(grad_scale), decoupled_ ? 0.0f : static_cast<float>(wd),
@@ -89,8 +46,8 @@ class AdamFamily final : public Optimizer {
                              static_cast<float>(config_.eps), static_cast<float>(-step_size)});
       }
       nn::for_each_chunk(params, [&](std::size_t i, std::int64_t begin, std::int64_t end) {
-        adam_range(params[i].data_ptr<float>() + begin, grads[i].data_ptr<float>() + begin, m[i].data_ptr<float>() + begin,
-                   v[i].data_ptr<float>() + begin, end - begin, constants[i]);
+        nn::kernels::adam_update(params[i].data_ptr<float>() + begin, grads[i].data_ptr<float>() + begin,
+                                 m[i].data_ptr<float>() + begin, v[i].data_ptr<float>() + begin, end - begin, constants[i]);
       });
       return;
     }

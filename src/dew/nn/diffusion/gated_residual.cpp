@@ -5,36 +5,11 @@
 
 #include <vector>
 
-#include "dew/nn/cpu_kernel.h"
+#include "dew/nn/kernels/gated_residual.h"
 
 namespace dew::nn::diffusion {
 
 namespace {
-
-// One image: out[n] = x[n] + gate * y[n] for its N rows of D.
-DEW_CPU_CLONES void forward_image(const float* __restrict x, const float* __restrict gate, const float* __restrict y,
-                                  float* __restrict out, std::int64_t N, std::int64_t D) {
-  for (std::int64_t n = 0; n < N; ++n) {
-    const float *xr = x + n * D, *yr = y + n * D;
-    float* o = out + n * D;
-    for (std::int64_t d = 0; d < D; ++d) o[d] = xr[d] + gate[d] * yr[d];
-  }
-}
-
-// One image's backward from the output's gradient g: dy[n] = g[n] * gate, dgate = sum over n of g[n] * y[n]
-// (in token order).
-DEW_CPU_CLONES void backward_image(const float* __restrict g, const float* __restrict gate, const float* __restrict y,
-                                   float* __restrict dy, float* __restrict dgate, std::int64_t N, std::int64_t D) {
-  for (std::int64_t d = 0; d < D; ++d) dgate[d] = 0.0f;
-  for (std::int64_t n = 0; n < N; ++n) {
-    const float *gr = g + n * D, *yr = y + n * D;
-    float* dyr = dy + n * D;
-    for (std::int64_t d = 0; d < D; ++d) {
-      dyr[d] = gr[d] * gate[d];
-      dgate[d] += gr[d] * yr[d];
-    }
-  }
-}
 
 struct GatedResidual : public torch::autograd::Function<GatedResidual> {
   // x, branch [B, N, D] contiguous; gate [B, D] contiguous; all float32 on the CPU.
@@ -44,7 +19,8 @@ struct GatedResidual : public torch::autograd::Function<GatedResidual> {
     const float *xp = x.data_ptr<float>(), *gp = gate.data_ptr<float>(), *yp = branch.data_ptr<float>();
     float* op = out.data_ptr<float>();
     at::parallel_for(0, B, 1, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t b = begin; b < end; ++b) forward_image(xp + b * N * D, gp + b * D, yp + b * N * D, op + b * N * D, N, D);
+      for (std::int64_t b = begin; b < end; ++b)
+        kernels::gated_residual_forward_image(xp + b * N * D, gp + b * D, yp + b * N * D, op + b * N * D, N, D);
     });
     ctx->save_for_backward({gate, branch});
     return out;
@@ -60,7 +36,7 @@ struct GatedResidual : public torch::autograd::Function<GatedResidual> {
     float *dyp = dbranch.data_ptr<float>(), *dgp = dgate.data_ptr<float>();
     at::parallel_for(0, B, 1, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t b = begin; b < end; ++b) {
-        backward_image(gp + b * N * D, gatep + b * D, yp + b * N * D, dyp + b * N * D, dgp + b * D, N, D);
+        kernels::gated_residual_backward_image(gp + b * N * D, gatep + b * D, yp + b * N * D, dyp + b * N * D, dgp + b * D, N, D);
       }
     });
     return {g, dgate, dbranch};

@@ -9,29 +9,21 @@
 
 #include "dew/core/error.h"
 #include "dew/formats/gguf_quants.h"
-#include "dew/nn/quantized/quant_kernels.h"
+#include "dew/nn/kernels/cpu_isa.h"
+#include "dew/nn/kernels/quant_dot.h"
 
 namespace dew::nn {
 namespace {
 
 using formats::GgmlType;
 
-bool cpu_has_avx2() {
-#if defined(__x86_64__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#else
-  return false;
-#endif
-}
+namespace quant = kernels::quant;
+using kernels::CpuIsa;
 
-bool cpu_has_avx512_vnni() {
-#if defined(__x86_64__)
-  return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vnni");
-#else
-  return false;
-#endif
+// The table for instruction set `isa`: the AVX-512 one needs VNNI besides x86-64-v4.
+QuantKernels quant_kernels_at(CpuIsa isa) {
+  if (isa == CpuIsa::avx512 && kernels::cpu_has_avx512_vnni()) return QuantKernels::avx512;
+  return isa == CpuIsa::baseline ? QuantKernels::scalar : QuantKernels::avx2;
 }
 
 // Measured (bench/quantized_matmul_bench, docs/benchmarks.md, AMD EPYC, AVX-512 VNNI, one thread): the
@@ -39,13 +31,10 @@ bool cpu_has_avx512_vnni() {
 // at 128 rows), the tiles win at 512 (9.6 vs 10.5 ms).
 constexpr std::int64_t kDefaultDequantizeRows = 256;
 
-std::atomic<int> forced_kernels{static_cast<int>(QuantKernels::automatic)};
 std::atomic<std::int64_t> dequantize_rows_threshold{kDefaultDequantizeRows};
 
 const quant::KernelTable& kernel_table() {
-  auto k = static_cast<QuantKernels>(forced_kernels.load(std::memory_order_relaxed));
-  if (k == QuantKernels::automatic) k = detected_quant_kernels();
-  switch (k) {
+  switch (active_quant_kernels()) {
     case QuantKernels::avx512: return *quant::avx512_kernels();
     case QuantKernels::avx2: return *quant::avx2_kernels();
     default: return quant::scalar_kernels();
@@ -63,7 +52,7 @@ quant::DotRows dot_for(const quant::KernelTable& t, GgmlType type) {
   }
 }
 
-// One activation row in the layout quant_kernels.h describes; buffers reused across calls on a thread.
+// One activation row in the layout nn/kernels/quant_dot.h describes; buffers reused across calls on a thread.
 struct ActBuffers {
   std::vector<std::int8_t> q, q_pair;
   std::vector<std::uint8_t> q_biased;
@@ -140,12 +129,7 @@ bool has_quantized_kernel(GgmlType type) {
          type == GgmlType::BF16;
 }
 
-QuantKernels detected_quant_kernels() {
-  static const QuantKernels detected = cpu_has_avx512_vnni() ? QuantKernels::avx512
-                                       : cpu_has_avx2()      ? QuantKernels::avx2
-                                                             : QuantKernels::scalar;
-  return detected;
-}
+QuantKernels detected_quant_kernels() { return quant_kernels_at(kernels::detected_cpu_isa()); }
 
 const char* quant_kernels_name(QuantKernels kernels) {
   switch (kernels) {
@@ -157,17 +141,20 @@ const char* quant_kernels_name(QuantKernels kernels) {
   return "?";
 }
 
-void set_quant_kernels(QuantKernels kernels) {
-  if ((kernels == QuantKernels::avx2 && !cpu_has_avx2()) || (kernels == QuantKernels::avx512 && !cpu_has_avx512_vnni()))
-    dew::fail("quantized kernels '", quant_kernels_name(kernels), "' need instructions this CPU lacks; it runs '",
+void set_quant_kernels(QuantKernels set) {
+  // QuantKernels is ordered scalar < avx2 < avx512: a set above the detected one needs instructions this CPU lacks.
+  if (set != QuantKernels::automatic && static_cast<int>(set) > static_cast<int>(detected_quant_kernels()))
+    dew::fail("quantized kernels '", quant_kernels_name(set), "' need instructions this CPU lacks; it runs '",
               quant_kernels_name(detected_quant_kernels()), "' (or 'scalar')");
-  forced_kernels.store(static_cast<int>(kernels));
+  switch (set) {
+    case QuantKernels::automatic: return kernels::force_cpu_isa(std::nullopt);
+    case QuantKernels::scalar: return kernels::force_cpu_isa(CpuIsa::baseline);
+    case QuantKernels::avx2: return kernels::force_cpu_isa(CpuIsa::avx2);
+    case QuantKernels::avx512: return kernels::force_cpu_isa(CpuIsa::avx512);
+  }
 }
 
-QuantKernels active_quant_kernels() {
-  auto k = static_cast<QuantKernels>(forced_kernels.load());
-  return k == QuantKernels::automatic ? detected_quant_kernels() : k;
-}
+QuantKernels active_quant_kernels() { return quant_kernels_at(kernels::cpu_isa()); }
 
 std::int64_t matmul_dequantize_rows() { return dequantize_rows_threshold.load(); }
 void set_matmul_dequantize_rows(std::int64_t rows) { dequantize_rows_threshold.store(rows > 0 ? rows : kDefaultDequantizeRows); }

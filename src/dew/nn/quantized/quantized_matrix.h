@@ -5,13 +5,13 @@
 // y = x @ W^T for x [..., cols] float32:
 //   - up to matmul_dequantize_rows() rows (decode, batched decode, prefill chunks): each row of x is quantized to 8-bit blocks (32
 //     elements for Q8_0/Q4_0/Q4_1, 256 for Q4_K; d = max|x| / 127, q = round(x / d)) and dotted with the
-//     weight blocks in integers (quant_kernels.h), the output rows split over the intra-op threads
+//     weight blocks in integers (nn/kernels/quant_dot.h), the output rows split over the intra-op threads
 //     (at::parallel_for); up to 4 rows of x share each weight block's loads. bf16 rows are widened exactly
 //     to float32 and multiplied with x as it is.
 //   - more rows (very large batches): tiles of W are dequantized to float32 (formats::dequantize_row, the reference
 //     dequantizer) and multiplied with at::mm.
-// Kernels: AVX-512 VNNI, AVX2, or portable scalar code, chosen at run time from the CPU
-// (__builtin_cpu_supports); set_quant_kernels forces one (tests compare them).
+// Kernels (nn/kernels/quant_dot.h): AVX-512 VNNI, AVX2, or portable scalar code, chosen at each call from
+// nn/kernels' cpu_isa(); set_quant_kernels forces one (tests compare them).
 //
 // Error against float32 (the dequantized W times x, exactly): the activation's rounding moves each x_i by
 // at most d_b / 2 = max_{block b}|x| / 254, so |y_j - y_j(exact)| <= sum_b (max_b|x| / 254) * sum_{i in b} |W_ji|,
@@ -68,7 +68,8 @@ enum class QuantKernels { automatic, scalar, avx2, avx512 };
 QuantKernels detected_quant_kernels();
 const char* quant_kernels_name(QuantKernels kernels);  // "scalar", "avx2", "avx512-vnni"
 // Forces a kernel set for every later multiplication (tests, benchmarks); `automatic` restores the
-// detected one. Refuses a set this CPU cannot run.
+// detected one. Refuses a set this CPU cannot run. It forces the instruction set of every nn/kernels
+// kernel (kernels::force_cpu_isa: scalar is the baseline), not only of these.
 void set_quant_kernels(QuantKernels kernels);
 QuantKernels active_quant_kernels();
 

@@ -1,20 +1,20 @@
-// AVX2 + FMA + F16C kernels, compiled with target attributes so the rest of the binary stays baseline
-// x86-64; quantized_matrix.cpp calls them only when __builtin_cpu_supports says the CPU has AVX2/FMA/F16C.
+// AVX2 + FMA + F16C kernels (x86-64-v3), compiled with DEW_TARGET_AVX2 so the rest of the binary stays
+// baseline x86-64; quantized_matrix.cpp calls them only when cpu_isa() is avx2 or more (cpu_isa.h).
 // The integer products are those of the scalar kernels (maddubs pairs cannot saturate: |w| <= 128 after
 // the sign trick or <= 15 for nibbles, |q_x| <= 127, so a pair is at most 2 * 128 * 127 = 32512).
-#include "dew/nn/quantized/quant_kernels.h"
+#include "dew/nn/kernels/quant_dot.h"
+
+#include "dew/nn/kernels/cpu_isa.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#define DEW_AVX2 __attribute__((target("avx2,fma,f16c")))
-
-namespace dew::nn::quant {
+namespace dew::nn::kernels::quant {
 namespace {
 
-DEW_AVX2 inline float half_f16c(const std::uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
+DEW_TARGET_AVX2 inline float half_f16c(const std::uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
-DEW_AVX2 inline float hsum(__m256 v) {
+DEW_TARGET_AVX2 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -22,17 +22,17 @@ DEW_AVX2 inline float hsum(__m256 v) {
 }
 
 // 16 bytes of nibbles -> 32 bytes: elements 0..15 (low nibbles) then 16..31 (high nibbles), ggml's order.
-DEW_AVX2 inline __m256i nibbles(const std::uint8_t* qs) {
+DEW_TARGET_AVX2 inline __m256i nibbles(const std::uint8_t* qs) {
   const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
   return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0f));
 }
 
 // Unsigned bytes times signed bytes, summed in fours -> 8 int32.
-DEW_AVX2 inline __m256i dot_u8_s8(__m256i u, __m256i s) {
+DEW_TARGET_AVX2 inline __m256i dot_u8_s8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
-DEW_AVX2 void dot_q8_0(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
+DEW_TARGET_AVX2 void dot_q8_0(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
   const std::int64_t blocks = x.cols / 32;
   for (std::int64_t r = 0; r < n_rows; ++r) {
     const std::uint8_t* b = w + r * row_bytes;
@@ -49,7 +49,7 @@ DEW_AVX2 void dot_q8_0(const std::uint8_t* w, std::int64_t row_bytes, std::int64
 }
 
 template <bool with_min>
-DEW_AVX2 void dot_q4(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
+DEW_TARGET_AVX2 void dot_q4(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
   const std::int64_t blocks = x.cols / 32;
   constexpr int block_bytes = with_min ? 20 : 18, header = with_min ? 4 : 2;
   for (std::int64_t r = 0; r < n_rows; ++r) {
@@ -67,7 +67,7 @@ DEW_AVX2 void dot_q4(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t
   }
 }
 
-DEW_AVX2 void dot_q4_k(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
+DEW_TARGET_AVX2 void dot_q4_k(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
   const std::int64_t blocks = x.cols / 256;
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (std::int64_t r = 0; r < n_rows; ++r) {
@@ -99,7 +99,7 @@ DEW_AVX2 void dot_q4_k(const std::uint8_t* w, std::int64_t row_bytes, std::int64
   }
 }
 
-DEW_AVX2 void dot_bf16(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
+DEW_TARGET_AVX2 void dot_bf16(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
   for (std::int64_t r = 0; r < n_rows; ++r) {
     const std::uint8_t* b = w + r * row_bytes;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -129,10 +129,10 @@ const KernelTable* avx2_kernels() {
   return &table;
 }
 
-}  // namespace dew::nn::quant
+}  // namespace dew::nn::kernels::quant
 
 #else
-namespace dew::nn::quant {
+namespace dew::nn::kernels::quant {
 const KernelTable* avx2_kernels() { return nullptr; }
-}  // namespace dew::nn::quant
+}  // namespace dew::nn::kernels::quant
 #endif

@@ -1,9 +1,9 @@
 // The portable kernels: what every instruction set's kernels must agree with (quantized_matrix.h states
 // the bound). The per-block terms are the same integers and the same float products as the SIMD kernels';
 // only the order in which the floats are added differs.
-#include "dew/nn/quantized/quant_kernels.h"
+#include "dew/nn/kernels/quant_dot.h"
 
-namespace dew::nn::quant {
+namespace dew::nn::kernels::quant {
 namespace {
 
 void dot_q8_0(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
@@ -90,4 +90,4 @@ const KernelTable& scalar_kernels() {
   return table;
 }
 
-}  // namespace dew::nn::quant
+}  // namespace dew::nn::kernels::quant

@@ -1,9 +1,9 @@
 #pragma once
-// A float exp that GCC vectorises (no libm call, no branches once trapping math is off in the including
-// file): the fused activation and attention kernels' softmax and sigmoid. Relative error ~1e-7, as expf.
+// A float exp that GCC vectorises (no libm call, no branches once trapping math is off, as it is for
+// nn/kernels): the fused activation and attention kernels' softmax and sigmoid. Relative error ~1e-7, as expf.
 #include <cstdint>
 
-namespace dew::nn {
+namespace dew::nn::kernels {
 
 // exp(x) for x clamped to [-87, 88] (so 2^n stays a normal float): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite:
 // ln2 split in a 9-bit head, exact times n, and a tail), e^r by its Taylor polynomial to r^7 (truncation
@@ -24,4 +24,4 @@ inline float fast_exp(float x) {
   return p * __builtin_bit_cast(float, bits);
 }
 
-}  // namespace dew::nn
+}  // namespace dew::nn::kernels

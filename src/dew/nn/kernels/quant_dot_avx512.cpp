@@ -1,11 +1,13 @@
 // AVX-512 kernels with VNNI's vpdpbusd (unsigned bytes x signed bytes, summed in fours into int32),
-// compiled with target attributes; used only when __builtin_cpu_supports reports avx512f/bw/vl/dq and
-// avx512vnni. Two 32-element blocks per 512-bit step. Same per-block integers as the scalar kernels:
+// compiled with DEW_TARGET_AVX512_VNNI; used only when cpu_isa() is avx512 and the CPU has VNNI
+// (cpu_isa.h). Two 32-element blocks per 512-bit step. Same per-block integers as the scalar kernels:
 //   Q4_0/Q4_1: nibbles (0..15) x q_x; the activation's block pairs are pre-arranged (ActRow::q_pair) to
 //     match the nibble order one 256-bit load + shift gives: [a 0..15, b 0..15, a 16..31, b 16..31];
 //   Q8_0: signed x signed, as (q_x + 128) x w - 128 * sum(w), both sums by vpdpbusd (exact in int32);
 //   Q4_K: each 32-element sub-block's int32 sum times its 6-bit scale, summed in int32.
-#include "dew/nn/quantized/quant_kernels.h"
+#include "dew/nn/kernels/quant_dot.h"
+
+#include "dew/nn/kernels/cpu_isa.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -14,22 +16,20 @@
 // and then warns about it at -O3.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#define DEW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
-
-namespace dew::nn::quant {
+namespace dew::nn::kernels::quant {
 namespace {
 
-DEW_AVX512 inline float half_f16c(const std::uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
+DEW_TARGET_AVX512_VNNI inline float half_f16c(const std::uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
 // Two halves (one from each block) -> [h_a, h_b, 0, 0] as floats.
-DEW_AVX512 inline __m128 two_halves(const std::uint8_t* a, const std::uint8_t* b) {
+DEW_TARGET_AVX512_VNNI inline __m128 two_halves(const std::uint8_t* a, const std::uint8_t* b) {
   const int packed = static_cast<int>(load_u16(a)) | (static_cast<int>(load_u16(b)) << 16);
   return _mm_cvtph_ps(_mm_cvtsi32_si128(packed));
 }
 
-DEW_AVX512 inline __m128 two_floats(const float* p) { return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p))); }
+DEW_TARGET_AVX512_VNNI inline __m128 two_floats(const float* p) { return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p))); }
 
-DEW_AVX512 inline float hsum256(__m256 v) {
+DEW_TARGET_AVX512_VNNI inline float hsum256(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -38,7 +38,7 @@ DEW_AVX512 inline float hsum256(__m256 v) {
 
 // NX activation rows at once: each weight pair is loaded and unpacked once for all of them.
 template <int NX>
-DEW_AVX512 void dot_q8_0_n(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow* x, float* out,
+DEW_TARGET_AVX512_VNNI void dot_q8_0_n(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow* x, float* out,
                            std::int64_t out_stride) {
   const std::int64_t blocks = x[0].cols / 32, pairs = blocks / 2;
   const __m512i ones = _mm512_set1_epi8(1);
@@ -76,7 +76,7 @@ DEW_AVX512 void dot_q8_0_n(const std::uint8_t* w, std::int64_t row_bytes, std::i
 }
 
 template <bool with_min, int NX>
-DEW_AVX512 void dot_q4_n(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow* x, float* out,
+DEW_TARGET_AVX512_VNNI void dot_q4_n(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow* x, float* out,
                          std::int64_t out_stride) {
   const std::int64_t blocks = x[0].cols / 32, pairs = blocks / 2;
   constexpr int block_bytes = with_min ? 20 : 18, header = with_min ? 4 : 2;
@@ -144,7 +144,7 @@ void dot_q4(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, 
   }
 }
 
-DEW_AVX512 void dot_q4_k(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
+DEW_TARGET_AVX512_VNNI void dot_q4_k(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
   const std::int64_t blocks = x.cols / 256;
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (std::int64_t r = 0; r < n_rows; ++r) {
@@ -173,7 +173,7 @@ DEW_AVX512 void dot_q4_k(const std::uint8_t* w, std::int64_t row_bytes, std::int
   }
 }
 
-DEW_AVX512 void dot_bf16(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
+DEW_TARGET_AVX512_VNNI void dot_bf16(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t n_rows, const ActRow& x, float* out) {
   for (std::int64_t r = 0; r < n_rows; ++r) {
     const std::uint8_t* b = w + r * row_bytes;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
@@ -205,10 +205,10 @@ const KernelTable* avx512_kernels() {
   return &table;
 }
 
-}  // namespace dew::nn::quant
+}  // namespace dew::nn::kernels::quant
 
 #else
-namespace dew::nn::quant {
+namespace dew::nn::kernels::quant {
 const KernelTable* avx512_kernels() { return nullptr; }
-}  // namespace dew::nn::quant
+}  // namespace dew::nn::kernels::quant
 #endif

@@ -1,6 +1,7 @@
 #pragma once
-// The inner loops of quantized_matrix.cpp: dot products of weight rows held as ggml blocks with one
-// activation row, one table per instruction set (scalar, AVX2, AVX-512 VNNI). Internal to nn/quantized.
+// The inner loops of nn/quantized/quantized_matrix.cpp: dot products of weight rows held as ggml blocks
+// with one activation row, one table per instruction set (scalar, AVX2, AVX-512 VNNI), written with
+// intrinsics under cpu_isa.h's target attributes and chosen from its cpu_isa().
 //
 // Activations are quantized once per row to 8-bit blocks, as llama.cpp's q8_0 / q8_K do:
 //   32-element blocks (for Q8_0, Q4_0, Q4_1): q[i] = round(x[i] / d), d = max|x| / 127 over the block,
@@ -9,13 +10,13 @@
 // The weight side's integer products are then exact (int8 x int8 -> int32), so every instruction set
 // computes the same per-block integers; only the float accumulation order differs.
 //
-// Pure pointer code: no std templates, so the files compiled with target attributes emit no template
-// instantiations a non-AVX caller could pick up.
+// Pure pointer code: no std templates (a template instantiated inside a target function is still built for
+// the baseline, so the inner loops keep to their own functions).
 #include <cstdint>
 
 #include "dew/formats/gguf_quants.h"
 
-namespace dew::nn::quant {
+namespace dew::nn::kernels::quant {
 
 // One activation row in 8-bit blocks, structure of arrays. Sizes: q[cols], d[blocks], dsum[blocks] for
 // 32-blocks; for 256-blocks d[blocks] and sub_sums[blocks * 8] (dsum unused).
@@ -88,4 +89,4 @@ inline std::uint16_t load_u16(const std::uint8_t* p) {
   return v;
 }
 
-}  // namespace dew::nn::quant
+}  // namespace dew::nn::kernels::quant
