@@ -38,7 +38,9 @@ set(DEW_LABEL_PATTERNS_reference
     "^Lora\\.PeftLoadsDewsExport$")
 
 set(DEW_LABEL_PATTERNS_slow
-    "^DistributedTraining\\.")
+    "^DistributedTraining\\."
+    "^SampleQuality\\.RealImagesScoreAsRealAndNoiseDoesNot$"
+    "^GgufExport\\.SmolLM2ToF16AndQ8_0$")
 
 # `unit` goes to a test that is none of cli, serve, distributed and slow (a reference test can be unit).
 set(DEW_LABELS cli serve distributed slow reference)
