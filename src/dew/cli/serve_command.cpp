@@ -70,6 +70,32 @@ void check_flags(const ServeFlags& f) {
   if (!(f.shutdown_grace >= 0)) fail("--shutdown-grace is ", f.shutdown_grace, "; use 0 or more seconds");
   if (f.api_key && f.api_key->empty()) fail("--api-key is empty; give a key, or leave it out to serve without one");
 }
+// DEW_API_KEY when --api-key is not given. Set but empty is a key that went missing (an unset variable in
+// a script, a secret not mounted), not a wish to serve without one: refused, as --api-key "" is.
+std::optional<std::string> api_key_from_environment() {
+  const char* env = std::getenv("DEW_API_KEY");
+  if (!env) return std::nullopt;
+  if (!*env) {
+    fail("the environment variable DEW_API_KEY is set but empty; give it a key, or unset it (unset DEW_API_KEY) "
+         "to serve without one");
+  }
+  return std::string(env);
+}
+
+// The shutdown: new completions get 503, running ones get `grace` seconds, then the rest are cancelled and
+// the last events of their streams sent before the server stops.
+void drain_and_stop(serve::HttpServer& http, serve::ServingLoop& loop, double grace) {
+  http.drain();
+  loop.close();
+  if (!loop.wait_idle(std::chrono::milliseconds(static_cast<std::int64_t>(grace * 1000)))) {
+    std::fprintf(stderr, "dew serve: cancelling %lld request(s) still running after the grace period\n",
+                 static_cast<long long>(loop.outstanding()));
+    loop.cancel_all();
+    loop.wait_idle(std::chrono::seconds(5));
+  }
+  http.wait_answered(std::chrono::seconds(5));  // the last events of streams whose requests just ended
+  http.stop();
+}
 }  // namespace
 
 void add_serve_command(CLI::App& app) {
@@ -95,17 +121,7 @@ void add_serve_command(CLI::App& app) {
 
   cmd->callback([flags] {
     auto& f = *flags;
-    if (!f.api_key) {
-      if (const char* env = std::getenv("DEW_API_KEY")) {
-        // Set but empty is a key that went missing (an unset variable in a script, a secret not mounted), not
-        // a wish to serve without one: refused, as --api-key "" is.
-        if (!*env) {
-          fail("the environment variable DEW_API_KEY is set but empty; give it a key, or unset it (unset DEW_API_KEY) "
-               "to serve without one");
-        }
-        f.api_key = env;
-      }
-    }
+    if (!f.api_key) f.api_key = api_key_from_environment();
     check_flags(f);
     // Before any thread exists (the model's loaders and LibTorch's pools inherit the mask): SIGTERM/SIGINT
     // wake signals.wait() below to drain and exit 0; a second one ends the server at once.
@@ -158,16 +174,7 @@ void add_serve_command(CLI::App& app) {
       std::fprintf(stderr, "dew serve: %s received; finishing %lld running request(s) within %g s\n",
                    signal == SIGINT ? "SIGINT" : "SIGTERM", static_cast<long long>(loop.outstanding()), f.shutdown_grace);
     }
-    http.drain();
-    loop.close();
-    if (!loop.wait_idle(std::chrono::milliseconds(static_cast<std::int64_t>(f.shutdown_grace * 1000)))) {
-      std::fprintf(stderr, "dew serve: cancelling %lld request(s) still running after the grace period\n",
-                   static_cast<long long>(loop.outstanding()));
-      loop.cancel_all();
-      loop.wait_idle(std::chrono::seconds(5));
-    }
-    http.wait_answered(std::chrono::seconds(5));  // the last events of streams whose requests just ended
-    http.stop();
+    drain_and_stop(http, loop, f.shutdown_grace);
     http_thread.join();
     loop.stop();
     std::fprintf(stderr, "dew serve: stopped\n");

@@ -63,6 +63,14 @@ HttpServer::HttpServer(const ServedModel& model, ServingLoop& loop, ServerMetric
   server.set_keep_alive_timeout(5);
   server.set_tcp_nodelay(true);  // small SSE events go out at once
 
+  install_gate(impl);
+  install_routes(impl);
+  install_error_shapes(impl);
+}
+
+// Before any route: the API key (all but /health) and, while draining, 503 for new completions.
+void HttpServer::install_gate(Impl* impl) {
+  auto& server = impl->server;
   server.set_pre_routing_handler([impl](const httplib::Request& request, httplib::Response& response) {
     // /health answers without a key, so load balancers and readiness probes need no secret.
     if (!impl->options.api_key.empty() && request.path != "/health" && !authorized(request, impl->options.api_key)) {
@@ -79,7 +87,11 @@ HttpServer::HttpServer(const ServedModel& model, ServingLoop& loop, ServerMetric
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+}
 
+// The OpenAI-compatible routes and the operational ones (/health, /metrics).
+void HttpServer::install_routes(Impl* impl) {
+  auto& server = impl->server;
   server.Post("/v1/chat/completions", [impl](const httplib::Request& request, httplib::Response& response) {
     answer_completion(Endpoint::chat_completions, request, response, impl->context);
   });
@@ -110,7 +122,11 @@ HttpServer::HttpServer(const ServedModel& model, ServingLoop& loop, ServerMetric
   server.Get("/metrics", [impl](const httplib::Request&, httplib::Response& response) {
     response.set_content(impl->metrics.prometheus_text(), "text/plain; version=0.0.4");
   });
+}
 
+// Whatever httplib answers by itself, and exceptions, in OpenAI's error shape; every response counted.
+void HttpServer::install_error_shapes(Impl* impl) {
+  auto& server = impl->server;
   // httplib answers some requests by itself (no route: 404, a body past the limit: 413, a request it
   // cannot parse: 400) with an empty body; give those the OpenAI error shape too.
   server.set_error_handler([](const httplib::Request& request, httplib::Response& response) {

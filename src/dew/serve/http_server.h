@@ -46,6 +46,9 @@ class HttpServer {
 
  private:
   struct Impl;
+  static void install_gate(Impl* impl);
+  static void install_routes(Impl* impl);
+  static void install_error_shapes(Impl* impl);
   std::unique_ptr<Impl> impl_;
 };
 
