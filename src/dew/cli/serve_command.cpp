@@ -96,28 +96,35 @@ void drain_and_stop(serve::HttpServer& http, serve::ServingLoop& loop, double gr
   http.wait_answered(std::chrono::seconds(5));  // the last events of streams whose requests just ended
   http.stop();
 }
+
+// The flags of `dew serve` (the model's, then the server's), into `f`.
+CLI::App* add_serve_flags(CLI::App& app, ServeFlags& f) {
+  auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (chat completions, completions, models, health, metrics)");
+  add_model_options(cmd, f.model);
+  cmd->add_option("--host", f.host, "address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)");
+  cmd->add_option("--port", f.port, "port to listen on; 0 picks a free one and prints it (8000)");
+  cmd->add_option("--api-key", f.api_key, "require 'Authorization: Bearer KEY' on every request but /health (default: $DEW_API_KEY, else none)");
+  cmd->add_option("--max-batch", f.max_batch, "requests decoding at once: KV-cache slots (16)");
+  cmd->add_option("--max-queue", f.max_queue, "requests waiting for a slot before new ones get 429 (64)");
+  cmd->add_option("--ctx", f.context, "tokens per request, prompt + completion; the KV cache holds max-batch x ctx "
+                                     "(default: the model's context, at most 4096)");
+  cmd->add_option("--step-tokens", f.step_tokens, "prompt + decode tokens one engine step may run (512)");
+  cmd->add_flag("--no-prefix-cache", f.no_prefix_cache,
+                "compute every prompt token, instead of copying the slots of a prompt prefix a cache row already holds");
+  cmd->add_option("--max-n", f.max_n, "most choices (n) one request may ask for (16)");
+  cmd->add_option("--threads", f.threads, "intra-op threads for the model (default: the cores this process may use, or DEW_THREADS)");
+  cmd->add_option("--served-model-name", f.served_model_name, "the model's id in the API (default: MODEL's file or directory name)");
+  cmd->add_option("--max-body-bytes", f.max_body_bytes, "largest request body; larger ones get 413 (8 MiB)")->check(refuse_negative);
+  cmd->add_option("--read-timeout", f.read_timeout, "seconds a client may stall mid-request before the connection is dropped (10)");
+  cmd->add_option("--shutdown-grace", f.shutdown_grace, "seconds running requests get to finish after SIGTERM/SIGINT, then they are cancelled (10)");
+  return cmd;
+}
+
 }  // namespace
 
 void add_serve_command(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
-  auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (chat completions, completions, models, health, metrics)");
-  add_model_options(cmd, flags->model);
-  cmd->add_option("--host", flags->host, "address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)");
-  cmd->add_option("--port", flags->port, "port to listen on; 0 picks a free one and prints it (8000)");
-  cmd->add_option("--api-key", flags->api_key, "require 'Authorization: Bearer KEY' on every request but /health (default: $DEW_API_KEY, else none)");
-  cmd->add_option("--max-batch", flags->max_batch, "requests decoding at once: KV-cache slots (16)");
-  cmd->add_option("--max-queue", flags->max_queue, "requests waiting for a slot before new ones get 429 (64)");
-  cmd->add_option("--ctx", flags->context, "tokens per request, prompt + completion; the KV cache holds max-batch x ctx "
-                                           "(default: the model's context, at most 4096)");
-  cmd->add_option("--step-tokens", flags->step_tokens, "prompt + decode tokens one engine step may run (512)");
-  cmd->add_flag("--no-prefix-cache", flags->no_prefix_cache,
-                "compute every prompt token, instead of copying the slots of a prompt prefix a cache row already holds");
-  cmd->add_option("--max-n", flags->max_n, "most choices (n) one request may ask for (16)");
-  cmd->add_option("--threads", flags->threads, "intra-op threads for the model (default: the cores this process may use, or DEW_THREADS)");
-  cmd->add_option("--served-model-name", flags->served_model_name, "the model's id in the API (default: MODEL's file or directory name)");
-  cmd->add_option("--max-body-bytes", flags->max_body_bytes, "largest request body; larger ones get 413 (8 MiB)")->check(refuse_negative);
-  cmd->add_option("--read-timeout", flags->read_timeout, "seconds a client may stall mid-request before the connection is dropped (10)");
-  cmd->add_option("--shutdown-grace", flags->shutdown_grace, "seconds running requests get to finish after SIGTERM/SIGINT, then they are cancelled (10)");
+  CLI::App* cmd = add_serve_flags(app, *flags);
 
   cmd->callback([flags] {
     auto& f = *flags;

@@ -39,6 +39,49 @@ std::vector<std::string> SafetensorsHeader::names_in_data_order() const {
   return out;
 }
 
+namespace {
+
+// One tensor's entry: dtype known, shape within bounds, its byte range inside the data section and as long
+// as the shape and dtype need. `context` names the file and tensor in the refusals.
+SafetensorsEntry parse_entry(const nlohmann::json& spec, std::size_t data_size, const std::string& context) {
+  if (!spec.is_object() || !spec.contains("dtype") || !spec.contains("shape") || !spec.contains("data_offsets")) {
+    dew::fail(context, ": needs dtype, shape and data_offsets");
+  }
+  if (!spec["dtype"].is_string() || !spec["shape"].is_array() || !spec["data_offsets"].is_array() ||
+      spec["data_offsets"].size() != 2) {
+    dew::fail(context, ": dtype must be a string, shape a list, data_offsets a pair");
+  }
+  SafetensorsEntry entry;
+  entry.dtype = spec["dtype"].get<std::string>();
+  const std::size_t element_bytes = safetensors_dtype_bytes(entry.dtype);
+  if (element_bytes == 0) dew::fail(context, ": unknown dtype '", entry.dtype, "'");
+  std::uint64_t elements = 1;
+  for (const auto& d : spec["shape"]) {
+    if (!d.is_number_unsigned()) dew::fail(context, ": shape entries must be non-negative integers, got ", d.dump());
+    auto n = d.get<std::uint64_t>();
+    if (n > (std::uint64_t{1} << 62) || (n != 0 && elements > (std::uint64_t{1} << 62) / n)) dew::fail(context, ": shape is too large");
+    elements *= n;
+    entry.shape.push_back(static_cast<std::int64_t>(n));
+  }
+  for (const auto& o : spec["data_offsets"]) {
+    if (!o.is_number_unsigned()) dew::fail(context, ": data_offsets must be non-negative integers");
+  }
+  const auto begin = spec["data_offsets"][0].get<std::uint64_t>();
+  const auto end = spec["data_offsets"][1].get<std::uint64_t>();
+  if (end < begin || end > data_size) {
+    dew::fail(context, ": bytes [", begin, ", ", end, ") lie outside the ", data_size, "-byte data section (truncated file?)");
+  }
+  entry.begin = static_cast<std::size_t>(begin);
+  entry.end = static_cast<std::size_t>(end);
+  if (end - begin != elements * element_bytes) {
+    dew::fail(context, ": shape ", spec["shape"].dump(), " of ", entry.dtype, " needs ", elements * element_bytes,
+              " bytes but data_offsets give ", end - begin);
+  }
+  return entry;
+}
+
+}  // namespace
+
 SafetensorsHeader parse_safetensors_header(const std::uint8_t* file, std::size_t size, const std::string& where) {
   SafetensorsHeader out;
   if (size < 8) dew::fail("'", where, "' is not a safetensors file: ", size, " bytes, shorter than the 8-byte header length");
@@ -80,41 +123,9 @@ SafetensorsHeader parse_safetensors_header(const std::uint8_t* file, std::size_t
       }
       continue;
     }
-    auto context = dew::str("'", where, "' tensor '", name, "'");
-    if (!spec.is_object() || !spec.contains("dtype") || !spec.contains("shape") || !spec.contains("data_offsets")) {
-      dew::fail(context, ": needs dtype, shape and data_offsets");
-    }
-    if (!spec["dtype"].is_string() || !spec["shape"].is_array() || !spec["data_offsets"].is_array() ||
-        spec["data_offsets"].size() != 2) {
-      dew::fail(context, ": dtype must be a string, shape a list, data_offsets a pair");
-    }
-    SafetensorsEntry entry;
-    entry.dtype = spec["dtype"].get<std::string>();
-    const std::size_t element_bytes = safetensors_dtype_bytes(entry.dtype);
-    if (element_bytes == 0) dew::fail(context, ": unknown dtype '", entry.dtype, "'");
-    std::uint64_t elements = 1;
-    for (const auto& d : spec["shape"]) {
-      if (!d.is_number_unsigned()) dew::fail(context, ": shape entries must be non-negative integers, got ", d.dump());
-      auto n = d.get<std::uint64_t>();
-      if (n > (std::uint64_t{1} << 62) || (n != 0 && elements > (std::uint64_t{1} << 62) / n)) dew::fail(context, ": shape is too large");
-      elements *= n;
-      entry.shape.push_back(static_cast<std::int64_t>(n));
-    }
-    for (const auto& o : spec["data_offsets"]) {
-      if (!o.is_number_unsigned()) dew::fail(context, ": data_offsets must be non-negative integers");
-    }
-    const auto begin = spec["data_offsets"][0].get<std::uint64_t>();
-    const auto end = spec["data_offsets"][1].get<std::uint64_t>();
-    if (end < begin || end > data_size) {
-      dew::fail(context, ": bytes [", begin, ", ", end, ") lie outside the ", data_size, "-byte data section (truncated file?)");
-    }
-    entry.begin = static_cast<std::size_t>(begin);
-    entry.end = static_cast<std::size_t>(end);
-    if (end - begin != elements * element_bytes) {
-      dew::fail(context, ": shape ", spec["shape"].dump(), " of ", entry.dtype, " needs ", elements * element_bytes,
-                " bytes but data_offsets give ", end - begin);
-    }
-    if (end > begin) ranges.emplace_back(entry.begin, entry.end);
+    const std::string context = dew::str("'", where, "' tensor '", name, "'");
+    SafetensorsEntry entry = parse_entry(spec, data_size, context);
+    if (entry.end > entry.begin) ranges.emplace_back(entry.begin, entry.end);
     if (!out.entries.emplace(name, std::move(entry)).second) dew::fail(context, ": appears twice");
   }
   std::sort(ranges.begin(), ranges.end());
