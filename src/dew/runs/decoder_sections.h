@@ -46,7 +46,7 @@ struct DecoderSections {
   // The settings that can be checked without the data or the model it starts from (`--print-config`
   // refuses what training would). A kind with sections of its own hides this with one that adds them.
   void validate_settings() const {
-    if (lora.rank != 0) lora.validate();
+    lora.validate();  // at rank 0 too, as resolve() does: a negative rank is not "no LoRA"
     optim.validate();
     trainer.validate();
   }
