@@ -50,9 +50,13 @@ else()
   set(_libdir "${DEW_LIBTORCH}/lib")
   target_include_directories(dew_torch SYSTEM INTERFACE "${DEW_LIBTORCH}/include"
                                                         "${DEW_LIBTORCH}/include/torch/csrc/api/include")
-  target_link_libraries(dew_torch INTERFACE "${_libdir}/libtorch_cpu.so" "${_libdir}/libc10.so")
+  # The CPU libraries, for every target but the CUDA variant's (cmake/DewCudaVariant.cmake), which links the
+  # CUDA LibTorch instead: a target with the property DEW_LINKS_CUDA gets none of them.
+  set(_cpu_only "$<NOT:$<BOOL:$<TARGET_PROPERTY:DEW_LINKS_CUDA>>>")
+  target_link_libraries(dew_torch INTERFACE "$<${_cpu_only}:${_libdir}/libtorch_cpu.so>"
+                                            "$<${_cpu_only}:${_libdir}/libc10.so>")
   # libtorch_cpu needs libcudart/libcupti at load time; setup.sh places them beside it.
-  target_link_options(dew_torch INTERFACE "-Wl,-rpath-link,${_libdir}")
+  target_link_options(dew_torch INTERFACE "$<${_cpu_only}:-Wl,-rpath-link,${_libdir}>")
   target_compile_definitions(dew_torch INTERFACE _GLIBCXX_USE_CXX11_ABI=1)
   set(DEW_TORCH_RPATH "${_libdir}")
   message(STATUS "dew: LibTorch (CPU) from ${DEW_LIBTORCH}")
@@ -68,7 +72,11 @@ if(NOT EXISTS "${_torch_libdir}/libgomp.so.1")
                       "the OpenMP runtime LibTorch uses. Re-run scripts/setup.sh to unpack the pinned wheel again.")
 endif()
 target_compile_options(dew_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fopenmp>)
-target_link_libraries(dew_torch INTERFACE "${_torch_libdir}/libgomp.so.1")
+if(_dew_use_cuda)
+  target_link_libraries(dew_torch INTERFACE "${_torch_libdir}/libgomp.so.1")
+else()
+  target_link_libraries(dew_torch INTERFACE "$<${_cpu_only}:${_torch_libdir}/libgomp.so.1>")
+endif()
 add_library(dew::torch ALIAS dew_torch)
 set(CMAKE_BUILD_RPATH "${DEW_TORCH_RPATH}")
 set(CMAKE_INSTALL_RPATH "${DEW_TORCH_RPATH}")

@@ -36,6 +36,14 @@ endfunction()
 
 # Links `target` (an INTERFACE library) against LibTorch with CUDA; sets DEW_TORCH_RPATH in the caller.
 function(dew_use_cuda_libtorch target)
+  dew_require_cuda_libtorch(root)
+  dew_cuda_compile_usage(${target} "${root}")
+  dew_cuda_link_usage(${target} "${root}")
+  set(DEW_TORCH_RPATH "${DEW_TORCH_RPATH}" PARENT_SCOPE)
+endfunction()
+
+# The CUDA LibTorch directory, or a configure error saying how to get one.
+function(dew_require_cuda_libtorch out)
   dew_find_cuda_libtorch(root)
   if(NOT root)
     message(FATAL_ERROR "DEW_CUDA=ON: no LibTorch with CUDA: ${DEW_LIBTORCH_CUDA}/lib/libtorch_cuda.so does not "
@@ -43,21 +51,13 @@ function(dew_use_cuda_libtorch target)
                         "(or scripts/cuda_build.sh, which runs it), or pass -DDEW_LIBTORCH_CUDA=<a torch/ directory "
                         "with include/ and lib/libtorch_cuda.so>, or build for the CPU with -DDEW_CUDA=OFF.")
   endif()
-  set(lib "${root}/lib")
+  set(${out} "${root}" PARENT_SCOPE)
+endfunction()
 
-  # The CUDA major version LibTorch was built for: its libc10_cuda names libcudart.so.N.
-  file(STRINGS "${lib}/libc10_cuda.so" cudart_name REGEX "^libcudart\\.so\\.[0-9]+$" LIMIT_COUNT 1)
-  string(REGEX REPLACE "^libcudart\\.so\\." "" want "${cudart_name}")
-  # The CUDA runtime's headers and libcudart; FindCUDAToolkit needs no GPU and enables no CUDA language.
-  find_package(CUDAToolkit)
-  if(NOT CUDAToolkit_FOUND)
-    message(FATAL_ERROR "DEW_CUDA=ON needs the CUDA ${want} toolkit (nvcc, its headers and libraries) and none was "
-                        "found: install it, put its nvcc on PATH, or pass -DCUDAToolkit_ROOT=<toolkit dir>.")
-  endif()
-  if(want AND NOT "${want}" STREQUAL "${CUDAToolkit_VERSION_MAJOR}")
-    message(FATAL_ERROR "LibTorch in ${root} was built for CUDA ${want} but the toolkit found is CUDA "
-                        "${CUDAToolkit_VERSION} (${CUDAToolkit_BIN_DIR}); pass -DCUDAToolkit_ROOT=<a CUDA ${want} toolkit>.")
-  endif()
+# What compiling against LibTorch with CUDA needs: its headers, the CUDA runtime's and NCCL's, and the switches
+# that open the CUDA-only code (DEW_WITH_CUDA, dew's own; USE_C10D_NCCL, c10d's).
+function(dew_cuda_compile_usage target root)
+  dew_find_cuda_toolkit("${root}")
   # c10d's ProcessGroupNCCL.hpp includes nccl.h: the toolkit's include/ where NCCL was installed there, the
   # tree's include/ (setup_cuda.sh copies it from the NCCL wheel when the toolkit lacks it), or a pip
   # install's nvidia/nccl/include beside torch/.
@@ -66,14 +66,21 @@ function(dew_use_cuda_libtorch target)
     message(FATAL_ERROR "nccl.h not found (DEW_NCCL_INCLUDE_DIR): dew's NCCL backend needs NCCL's header; install "
                         "NCCL for CUDA ${CUDAToolkit_VERSION_MAJOR} into the toolkit, or pass -DDEW_NCCL_INCLUDE_DIR=<dir>.")
   endif()
-
   target_include_directories(${target} SYSTEM INTERFACE "${root}/include" "${root}/include/torch/csrc/api/include"
                                                          ${CUDAToolkit_INCLUDE_DIRS} "${DEW_NCCL_INCLUDE_DIR}")
-  target_link_libraries(${target} INTERFACE "${lib}/libtorch_cpu.so" "${lib}/libc10.so" "${lib}/libtorch_cuda.so"
-                                            "${lib}/libc10_cuda.so" CUDA::cudart)
   # USE_C10D_NCCL: what the wheel's own TorchConfig gives its users (libtorch_cuda is built with NCCL);
   # it opens ProcessGroupNCCL.hpp. DEW_WITH_CUDA: dew's own switch for its CUDA-only code.
   target_compile_definitions(${target} INTERFACE _GLIBCXX_USE_CXX11_ABI=1 DEW_WITH_CUDA=1 USE_C10D_NCCL)
+  message(STATUS "dew: LibTorch with CUDA from ${root}; CUDA ${CUDAToolkit_VERSION} (nvcc in ${CUDAToolkit_BIN_DIR}); "
+                 "nccl.h from ${DEW_NCCL_INCLUDE_DIR}")
+endfunction()
+
+# What linking against LibTorch with CUDA needs; sets DEW_TORCH_RPATH in the caller.
+function(dew_cuda_link_usage target root)
+  dew_find_cuda_toolkit("${root}")
+  set(lib "${root}/lib")
+  target_link_libraries(${target} INTERFACE "${lib}/libtorch_cpu.so" "${lib}/libc10.so" "${lib}/libtorch_cuda.so"
+                                            "${lib}/libc10_cuda.so" CUDA::cudart)
   # --no-as-needed: keep libtorch_cuda although no dew symbol names it; loading it registers the CUDA backend.
   # -rpath-link: where the linker finds what libtorch_cuda needs (cuSPARSELt, NVSHMEM, cuFile beside it;
   # cuBLAS, cuDNN, NCCL in the toolkit).
@@ -83,6 +90,21 @@ function(dew_use_cuda_libtorch target)
   target_link_options(${target} INTERFACE "-Wl,--no-as-needed" "-Wl,-rpath-link,${lib}"
                       "-Wl,-rpath-link,${CUDAToolkit_LIBRARY_DIR}" "-Wl,--disable-new-dtags")
   set(DEW_TORCH_RPATH "${lib};${CUDAToolkit_LIBRARY_DIR}" PARENT_SCOPE)
-  message(STATUS "dew: LibTorch with CUDA from ${root}; CUDA ${CUDAToolkit_VERSION} (nvcc in ${CUDAToolkit_BIN_DIR}); "
-                 "nccl.h from ${DEW_NCCL_INCLUDE_DIR}")
 endfunction()
+
+# The CUDA runtime's headers and libcudart (FindCUDAToolkit needs no GPU and enables no CUDA language), checked
+# against the CUDA major version LibTorch in `root` was built for (its libc10_cuda names libcudart.so.N). A macro:
+# CUDAToolkit_* and `want` land in the caller's scope.
+macro(dew_find_cuda_toolkit root)
+  file(STRINGS "${root}/lib/libc10_cuda.so" cudart_name REGEX "^libcudart\\.so\\.[0-9]+$" LIMIT_COUNT 1)
+  string(REGEX REPLACE "^libcudart\\.so\\." "" want "${cudart_name}")
+  find_package(CUDAToolkit)
+  if(NOT CUDAToolkit_FOUND)
+    message(FATAL_ERROR "DEW_CUDA=ON needs the CUDA ${want} toolkit (nvcc, its headers and libraries) and none was "
+                        "found: install it, put its nvcc on PATH, or pass -DCUDAToolkit_ROOT=<toolkit dir>.")
+  endif()
+  if(want AND NOT "${want}" STREQUAL "${CUDAToolkit_VERSION_MAJOR}")
+    message(FATAL_ERROR "LibTorch in ${root} was built for CUDA ${want} but the toolkit found is CUDA "
+                        "${CUDAToolkit_VERSION} (${CUDAToolkit_BIN_DIR}); pass -DCUDAToolkit_ROOT=<a CUDA ${want} toolkit>.")
+  endif()
+endmacro()

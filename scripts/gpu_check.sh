@@ -7,7 +7,7 @@
 # toolkit; so dew is compiled here, against the same LibTorch release the GPU machine's PyTorch is (2.11.0,
 # CUDA 13.0), and runs there against that machine's own LibTorch and GPU:
 #
-#   bash scripts/gpu_check.sh pack   # here: the CUDA build (scripts/cuda_build.sh) and train_lm_bench, then
+#   bash scripts/gpu_check.sh pack   # here: a CUDA tree (-DDEW_CUDA=ON in build-cuda/) and train_lm_bench, then
 #                                    #   .gpu/ (git-ignored): the three binaries and the libraries they load
 #                                    #   that are not glibc's, libstdc++'s, LibTorch's or CUDA's
 #   bash scripts/gpu_check.sh run    # there, as the device tool's command with carry [".gpu"] and
@@ -30,8 +30,15 @@ log() { printf '[gpu-check] %s\n' "$*"; }
 die() { printf '[gpu-check] error: %s\n' "$*" >&2; exit 1; }
 
 pack() {
-  bash scripts/cuda_build.sh
-  ninja -C "$BUILD_DIR" -j "${DEW_BUILD_JOBS:-$(nproc)}" train_lm_bench
+  # A tree that is CUDA throughout (not CI's variant of the CPU tree): dew, its tests and the benchmark.
+  source scripts/cuda_toolkit.sh
+  local cuda_home; cuda_home=$(cuda_toolkit_root)
+  [ -n "$cuda_home" ] || die "no CUDA toolkit here (scripts/cuda_toolkit.sh says where it looks)"
+  bash scripts/setup.sh >/dev/null
+  CUDA_HOME=$cuda_home bash scripts/setup_cuda.sh
+  [ -f "$BUILD_DIR/build.ninja" ] || cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEW_CUDA=ON \
+    -DCUDAToolkit_ROOT="$cuda_home"
+  ninja -C "$BUILD_DIR" -j "${DEW_BUILD_JOBS:-$(nproc)}" dew_cli dew_tests train_lm_bench
   rm -rf "$PACK"
   mkdir -p "$PACK/bin" "$PACK/lib"
   local b
