@@ -27,7 +27,6 @@
 #include "dew/interop/hf_model.h"
 #include "dew/interop/peft_adapter.h"
 #include "dew/nn/dtype.h"
-#include "dew/runs/decoder_run.h"
 #include "dew/runs/model_source.h"
 #include "dew/runs/run.h"
 
@@ -151,23 +150,16 @@ void check_existing_dest(const fs::path& dest, const std::string& format, bool f
   }
 }
 
-// A LoRA run's adapters, unmerged, as a peft adapter directory.
+// A LoRA run's adapters, unmerged, as a peft adapter directory (the run's optional verb, run_verbs.h).
 void export_peft_adapter(const ModelFlags& model, const fs::path& dest) {
-  if (runs::detect_model_source(model.model) != runs::ModelSourceKind::run) {
+  const runs::ModelSource source = runs::resolve_model_source(model.model);
+  if (source.kind != runs::ModelSourceKind::run) {
     fail("--format peft writes a LoRA run's adapters; '", model.model, "' is not a run directory");
   }
-  auto run = runs::open_run(model.model);
-  const auto* decoder = dynamic_cast<const runs::DecoderRun*>(run.get());
-  if (!decoder || !decoder->sections().lora.enabled()) {
-    fail("--format peft writes a LoRA run's adapters, but run '", model.model, "' trained every weight (lora.rank = 0); "
-         "export it with --format hf or gguf");
-  }
-  fs::path checkpoint;
-  auto adapted = decoder->load_model(model.live, model.step, "cpu", &checkpoint, /*merge_adapters=*/false);
-  interop::write_peft_adapter(adapted, decoder->sections().lora, decoder->sections().init.from, dest);
+  const runs::LoraAdapters adapters = runs::open_run(source)->lora_adapters({.live = model.live, .step = model.step});
+  interop::write_peft_adapter(adapters.model, adapters.lora, adapters.base, dest);
   std::printf("wrote %s (peft LoRA adapter, rank %lld, base '%s') from run '%s' checkpoint '%s'\n", dest.c_str(),
-              static_cast<long long>(decoder->sections().lora.rank), decoder->sections().init.from.c_str(),
-              model.model.c_str(), checkpoint.c_str());
+              static_cast<long long>(adapters.lora.rank), adapters.base.c_str(), model.model.c_str(), adapters.checkpoint.c_str());
 }
 
 std::optional<std::int64_t> id_or_none(const std::optional<data::TokenId>& id) {

@@ -171,21 +171,10 @@ const std::vector<std::string>& hf_model_types() {
   return names;
 }
 
-// A field table in code: one short line per config.json field dew reads, refuses or knows to be inert, so a
-// reader checks a field's rule in one place; its length is the families' field count.
-CausalTransformerConfig config_from_hf(const Json& config, const std::string& source) {
-  if (!config.is_object()) dew::fail(source, ": config.json is not a JSON object");
-  Reader r(config, source);
-  if (!r.has("model_type")) dew::fail(source, ": config.json has no model_type; dew reads ", hf_model_types().size(), " decoder families");
-  const std::string model_type = r.string("model_type", "");
+namespace {
 
-  // Fields that change the computation in ways no family here has.
-  if (r.has("quantization_config")) {
-    dew::fail(source, ": quantization_config is set (", config["quantization_config"].value("quant_method", "?"),
-              "); dew loads unquantized safetensors weights only");
-  }
-  if (model_type == "llada") return llada_config_from_hf(config, source);
-  const Family& f = family_named(model_type, source);
+// Fields that change the computation in ways the family as dew reads it does not have, refused naming them.
+void refuse_unsupported(const Reader& r, const Family& f, const std::string& source) {
   if (r.number("attention_dropout", 0.0) != 0.0) {
     dew::fail(source, ": attention_dropout is ", r.number("attention_dropout"),
               "; dew trains without attention dropout, so fine-tuning would differ (set it to 0.0 to load anyway)");
@@ -202,7 +191,83 @@ CausalTransformerConfig config_from_hf(const Json& config, const std::string& so
       dew::fail(source, ": use_mrope is true; dew computes one-dimensional rotary positions, not multimodal (3-D) rope");
     }
   }
+}
 
+// The rotary bases and scaling: one base for every layer, or (local_rope) a global and a sliding one.
+// Returns the sliding layers' base (0 = the global one).
+double read_rotary(const Reader& r, const Json& config, const Family& f, CausalTransformerConfig& c, const std::string& source) {
+  double kind_theta = 0.0;
+  if (f.local_rope) {
+    auto global = read_rope(r, config, "full_attention", 1'000'000.0, "rope_theta");
+    auto local = read_rope(r, config, "sliding_attention", 10'000.0, "rope_local_base_freq");
+    if (local.scaling.type != "none") {
+      dew::fail(source, ": rope_parameters.sliding_attention.rope_type is '", local.scaling.type,
+                "'; dew scales only the full-attention layers' rotary frequencies");
+    }
+    c.rope_theta = global.theta;
+    c.rope_scaling = global.scaling;
+    kind_theta = local.theta;
+  } else {
+    auto rope = read_rope(r, config, "full_attention", 10'000.0, "rope_theta");
+    c.rope_theta = rope.theta;
+    c.rope_scaling = rope.scaling;
+  }
+  return kind_theta;
+}
+
+// Which layers slide, and their window, as the family's config says it.
+void read_sliding(const Reader& r, const Family& f, double kind_theta, CausalTransformerConfig& c) {
+  switch (f.sliding) {
+    case Sliding::None: break;
+    case Sliding::AllLayers: {
+      auto window = r.integer("sliding_window", 0);
+      if (window > 0) set_sliding(c, std::vector<std::string>(c.num_layers, "sliding_attention"), window, 0.0);
+      break;
+    }
+    case Sliding::AfterMaxWindowLayers: {
+      if (!r.boolean("use_sliding_window", false)) break;  // transformers then ignores sliding_window
+      auto window = r.integer("sliding_window", 4096);
+      auto types = read_layer_types(r, c.num_layers);
+      if (types.empty()) {
+        auto first = r.integer("max_window_layers", 28);
+        for (std::int64_t i = 0; i < c.num_layers; ++i) types.push_back(i >= first ? "sliding_attention" : "full_attention");
+      }
+      set_sliding(c, types, window, 0.0);
+      break;
+    }
+    case Sliding::LayerTypes: {
+      auto window = r.integer("sliding_window", 4096);
+      auto types = read_layer_types(r, c.num_layers);
+      if (types.empty()) {
+        auto pattern = r.integer("sliding_window_pattern", f.sliding_pattern);
+        for (std::int64_t i = 0; i < c.num_layers; ++i) {
+          types.push_back((i + 1) % pattern != 0 ? "sliding_attention" : "full_attention");
+        }
+      }
+      set_sliding(c, types, window, kind_theta);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+// A field table in code (with refuse_unsupported, read_rotary and read_sliding above): one short line per
+// config.json field dew reads, refuses or knows to be inert, so a reader checks a field's rule in one place.
+CausalTransformerConfig config_from_hf(const Json& config, const std::string& source) {
+  if (!config.is_object()) dew::fail(source, ": config.json is not a JSON object");
+  Reader r(config, source);
+  if (!r.has("model_type")) dew::fail(source, ": config.json has no model_type; dew reads ", hf_model_types().size(), " decoder families");
+  const std::string model_type = r.string("model_type", "");
+
+  // Fields that change the computation in ways no family here has.
+  if (r.has("quantization_config")) {
+    dew::fail(source, ": quantization_config is set (", config["quantization_config"].value("quant_method", "?"),
+              "); dew loads unquantized safetensors weights only");
+  }
+  if (model_type == "llada") return llada_config_from_hf(config, source);
+  const Family& f = family_named(model_type, source);
+  refuse_unsupported(r, f, source);
   CausalTransformerConfig c;
   c.vocab_size = r.integer("vocab_size");
   c.emb_features = r.integer("hidden_size");
@@ -252,54 +317,8 @@ CausalTransformerConfig config_from_hf(const Json& config, const std::string& so
   }
 
   // Rotary positions and which layers slide.
-  double kind_theta = 0.0;
-  if (f.local_rope) {
-    auto global = read_rope(r, config, "full_attention", 1'000'000.0, "rope_theta");
-    auto local = read_rope(r, config, "sliding_attention", 10'000.0, "rope_local_base_freq");
-    if (local.scaling.type != "none") {
-      dew::fail(source, ": rope_parameters.sliding_attention.rope_type is '", local.scaling.type,
-                "'; dew scales only the full-attention layers' rotary frequencies");
-    }
-    c.rope_theta = global.theta;
-    c.rope_scaling = global.scaling;
-    kind_theta = local.theta;
-  } else {
-    auto rope = read_rope(r, config, "full_attention", 10'000.0, "rope_theta");
-    c.rope_theta = rope.theta;
-    c.rope_scaling = rope.scaling;
-  }
-
-  switch (f.sliding) {
-    case Sliding::None: break;
-    case Sliding::AllLayers: {
-      auto window = r.integer("sliding_window", 0);
-      if (window > 0) set_sliding(c, std::vector<std::string>(c.num_layers, "sliding_attention"), window, 0.0);
-      break;
-    }
-    case Sliding::AfterMaxWindowLayers: {
-      if (!r.boolean("use_sliding_window", false)) break;  // transformers then ignores sliding_window
-      auto window = r.integer("sliding_window", 4096);
-      auto types = read_layer_types(r, c.num_layers);
-      if (types.empty()) {
-        auto first = r.integer("max_window_layers", 28);
-        for (std::int64_t i = 0; i < c.num_layers; ++i) types.push_back(i >= first ? "sliding_attention" : "full_attention");
-      }
-      set_sliding(c, types, window, 0.0);
-      break;
-    }
-    case Sliding::LayerTypes: {
-      auto window = r.integer("sliding_window", 4096);
-      auto types = read_layer_types(r, c.num_layers);
-      if (types.empty()) {
-        auto pattern = r.integer("sliding_window_pattern", f.sliding_pattern);
-        for (std::int64_t i = 0; i < c.num_layers; ++i) {
-          types.push_back((i + 1) % pattern != 0 ? "sliding_attention" : "full_attention");
-        }
-      }
-      set_sliding(c, types, window, kind_theta);
-      break;
-    }
-  }
+  const double kind_theta = read_rotary(r, config, f, c, source);
+  read_sliding(r, f, kind_theta, c);
   try {
     c.validate();
   } catch (const dew::Error& e) {
@@ -314,16 +333,10 @@ namespace {
   dew::fail("cannot export as ", model_type, ": model.", field, " ", why);
 }
 
-}  // namespace
-
-// The same field table written the other way (config_from_hf's inverse), one line per field.
-Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_type) {
-  c.validate();
-  if (model_type == "llada") return llada_config_to_hf(c);
-  const Family& f = family_named(model_type, "export");
+// What the family cannot express, refused naming the field: the checks of the field table below.
+void refuse_unexportable(const CausalTransformerConfig& c, const Family& f) {
   const auto& mt = f.model_type;
   auto head_dim = c.resolved_head_dim();
-
   if (f.masked_diffusion) {
     if (c.causal) refuse(mt, "causal", "is true; " + mt + " attends both ways (export a causal decoder as qwen2, llama, ...)");
     if (c.mask_token_id < 0) refuse(mt, "mask_token_id", "is -1; a " + mt + " checkpoint names its mask token (set model.mask_token_id)");
@@ -367,26 +380,90 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
       break;
   }
   if (c.mlp_bias && !f.mlp_bias) refuse(mt, "mlp_bias", "is true; only llama has MLP biases");
+}
 
-  // Per-layer windows and rotary bases.
-  std::vector<std::int64_t> windows;
-  std::int64_t window = 0;
-  double local_theta = 0.0;
+// Per-layer windows and rotary bases, as the family's config can hold them: one sliding window, one local base.
+struct LayerWindows {
+  std::vector<std::int64_t> windows;  // per layer; 0 = full attention
+  std::int64_t window = 0;            // the sliding window (0 = none)
+  double local_theta = 0.0;           // the sliding layers' rotary base (0 = the global one)
+};
+
+LayerWindows layer_windows(const CausalTransformerConfig& c, const Family& f) {
+  const auto& mt = f.model_type;
+  LayerWindows out;
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     auto w = c.window_of_layer(i);
     auto theta = c.kind_rope_theta_of_layer(i);
-    windows.push_back(w);
+    out.windows.push_back(w);
     if (w > 0) {
-      if (window > 0 && w != window) refuse(mt, "kinds", dew::str("have windows ", window, " and ", w, "; the family has one sliding_window"));
-      window = w;
-      if (local_theta > 0 && theta != local_theta) refuse(mt, "kinds", "have several rotary bases; the family has one per layer type");
-      if (theta > 0) local_theta = theta;
+      if (out.window > 0 && w != out.window) refuse(mt, "kinds", dew::str("have windows ", out.window, " and ", w, "; the family has one sliding_window"));
+      out.window = w;
+      if (out.local_theta > 0 && theta != out.local_theta) refuse(mt, "kinds", "have several rotary bases; the family has one per layer type");
+      if (theta > 0) out.local_theta = theta;
     } else if (theta > 0) {
       refuse(mt, "kinds", "give a full-attention layer its own rope_theta; only sliding layers have a local base");
     }
   }
-  if (local_theta > 0 && !f.local_rope) refuse(mt, "kinds.*.rope_theta", dew::str("is ", local_theta, "; ", mt, " has one rotary base"));
+  if (out.local_theta > 0 && !f.local_rope) refuse(mt, "kinds.*.rope_theta", dew::str("is ", out.local_theta, "; ", mt, " has one rotary base"));
   if (f.local_rope && c.rope_scaling.type == "llama3") refuse(mt, "rope_scaling.type", "is llama3; gemma3 scales linearly");
+  return out;
+}
+
+// layer_types, sliding_window and the family's own fields for which layers slide.
+void write_sliding_fields(const CausalTransformerConfig& c, const Family& f, const LayerWindows& lw, Json& out) {
+  const auto& mt = f.model_type;
+  const auto& windows = lw.windows;
+  const std::int64_t window = lw.window;
+  Json types = Json::array();
+  for (auto w : windows) types.push_back(w > 0 ? "sliding_attention" : "full_attention");
+  if (f.masked_diffusion) {
+    out["mask_token_id"] = c.mask_token_id;
+    out["use_sliding_window"] = false;  // Dream's config class reads these Qwen2 fields; its attention ignores them
+    out["sliding_window"] = nullptr;
+    out["max_window_layers"] = c.num_layers;
+  }
+  switch (f.sliding) {
+    case Sliding::None:
+      if (window > 0) refuse(mt, "kinds", dew::str("give layers a sliding window (", window, "); ", mt, " has none"));
+      break;
+    case Sliding::AllLayers:
+      if (window > 0 && std::count(windows.begin(), windows.end(), window) != c.num_layers) {
+        refuse(mt, "layer_types", "slide on some layers only; mistral's sliding_window applies to every layer");
+      }
+      out["sliding_window"] = window > 0 ? Json(window) : Json(nullptr);
+      break;
+    case Sliding::AfterMaxWindowLayers: {
+      auto first = std::find_if(windows.begin(), windows.end(), [](auto w) { return w > 0; }) - windows.begin();
+      for (auto i = first; i < c.num_layers; ++i) {
+        if (windows[i] == 0) refuse(mt, "layer_types", dew::str("have a full layer (", i, ") after a sliding one; ", mt, " slides on the last layers only"));
+      }
+      out["use_sliding_window"] = window > 0;
+      out["sliding_window"] = window > 0 ? Json(window) : Json(nullptr);
+      out["max_window_layers"] = first;
+      out["layer_types"] = types;
+      break;
+    }
+    case Sliding::LayerTypes:
+      out["sliding_window"] = window > 0 ? window : 4096;
+      out["layer_types"] = types;
+      break;
+  }
+}
+
+}  // namespace
+
+// The same field table written the other way (config_from_hf's inverse), one line per field; what the family
+// cannot express is refused first (refuse_unexportable, layer_windows).
+Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_type) {
+  c.validate();
+  if (model_type == "llada") return llada_config_to_hf(c);
+  const Family& f = family_named(model_type, "export");
+  const auto& mt = f.model_type;
+  auto head_dim = c.resolved_head_dim();
+  refuse_unexportable(c, f);
+  const LayerWindows lw = layer_windows(c, f);
+  const double local_theta = lw.local_theta;
 
   Json out;
   out["architectures"] = Json::array({f.architecture});
@@ -434,41 +511,7 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
   } else if (c.final_logit_softcap > 0) {
     refuse(mt, "final_logit_softcap", "is set; the family has none");
   }
-
-  Json types = Json::array();
-  for (auto w : windows) types.push_back(w > 0 ? "sliding_attention" : "full_attention");
-  if (f.masked_diffusion) {
-    out["mask_token_id"] = c.mask_token_id;
-    out["use_sliding_window"] = false;  // Dream's config class reads these Qwen2 fields; its attention ignores them
-    out["sliding_window"] = nullptr;
-    out["max_window_layers"] = c.num_layers;
-  }
-  switch (f.sliding) {
-    case Sliding::None:
-      if (window > 0) refuse(mt, "kinds", dew::str("give layers a sliding window (", window, "); ", mt, " has none"));
-      break;
-    case Sliding::AllLayers:
-      if (window > 0 && std::count(windows.begin(), windows.end(), window) != c.num_layers) {
-        refuse(mt, "layer_types", "slide on some layers only; mistral's sliding_window applies to every layer");
-      }
-      out["sliding_window"] = window > 0 ? Json(window) : Json(nullptr);
-      break;
-    case Sliding::AfterMaxWindowLayers: {
-      auto first = std::find_if(windows.begin(), windows.end(), [](auto w) { return w > 0; }) - windows.begin();
-      for (auto i = first; i < c.num_layers; ++i) {
-        if (windows[i] == 0) refuse(mt, "layer_types", dew::str("have a full layer (", i, ") after a sliding one; ", mt, " slides on the last layers only"));
-      }
-      out["use_sliding_window"] = window > 0;
-      out["sliding_window"] = window > 0 ? Json(window) : Json(nullptr);
-      out["max_window_layers"] = first;
-      out["layer_types"] = types;
-      break;
-    }
-    case Sliding::LayerTypes:
-      out["sliding_window"] = window > 0 ? window : 4096;
-      out["layer_types"] = types;
-      break;
-  }
+  write_sliding_fields(c, f, lw, out);
   return out;
 }
 

@@ -30,15 +30,14 @@ namespace {
 // Everything shared that can be checked before a byte is written: the task's data (which may fill
 // model.vocab_size), the model against the rows it will read, the optimizer and trainer settings, a usable
 // trainer.device, and a model that fits in that device's memory.
-void resolve(DecoderTask& task) {
+void resolve(DecoderTask& task, const RunContext& checks) {
   auto& s = task.sections();
-  if (!s.init.from.empty()) s.init.from = fs::absolute(s.init.from).lexically_normal().string();
   if (!task.masked_diffusion() && (!s.model.causal || s.model.mask_token_id >= 0)) {
     fail("`dew train ", task.kind(), "` trains an autoregressive decoder, but model.causal is false or model.mask_token_id is set",
          s.init.from.empty() ? "" : str(" (init.from '", s.init.from, "' is a masked-diffusion model)"),
          "; train masked-diffusion models with `dew train mdlm`");
   }
-  task.check_data();
+  task.check_data(checks);
   s.model.validate();
   s.lora.validate();  // also at rank 0: a negative rank would otherwise mean "no LoRA" and be recorded as asked
   if (s.lora.enabled()) {
@@ -63,20 +62,22 @@ std::unique_ptr<data::Tokenizer> load_run_tokenizer(const fs::path& run_dir, con
   return open_run_tokenizer(run_dir, spec).tokenizer;
 }
 
-// The fingerprint of the tokenizer a run was trained with: run.json's, or (runs written before the field)
-// computed from the run's copy.
-std::string run_tokenizer_sha256(const fs::path& run_dir, const RunFile& file) {
-  if (!file.tokenizer_sha256.empty()) return file.tokenizer_sha256;
-  return data::tokenizer_sha256(*load_run_tokenizer(run_dir, file.tokenizer));
+// The fingerprint of the tokenizer a run was trained with: run.json's (`recorded`), or (runs written before
+// the field) computed from the run's copy, which run.json's `spec` names.
+std::string run_tokenizer_sha256(const fs::path& run_dir, const std::string& spec, const std::string& recorded) {
+  if (!recorded.empty()) return recorded;
+  return data::tokenizer_sha256(*load_run_tokenizer(run_dir, spec));
 }
 
 // Evaluation and resuming read the data again, which may have been tokenized anew since the run began:
-// ids of another vocabulary would be read as this model's and give a wrong loss with exit 0.
-void check_data_tokenizer(const fs::path& run_dir, const RunFile& file, const DecoderTask& task, const std::string& data_sha) {
+// ids of another vocabulary would be read as this model's and give a wrong loss with exit 0. `spec` and
+// `recorded` are run.json's tokenizer and tokenizer_sha256, as the run was opened with them.
+void check_data_tokenizer(const fs::path& run_dir, const std::string& spec, const std::string& recorded, const DecoderTask& task) {
+  const std::string data_sha = task.data_tokenizer_sha256();
   if (data_sha.empty()) return;  // text the run tokenizes itself, with its own tokenizer
-  const std::string run_sha = run_tokenizer_sha256(run_dir, file);
+  const std::string run_sha = run_tokenizer_sha256(run_dir, spec, recorded);
   if (data_sha == run_sha) return;
-  const std::string run_copy = file.tokenizer == "byte" ? std::string("byte") : (run_dir / file.tokenizer).string();
+  const std::string run_copy = spec == "byte" ? std::string("byte") : (run_dir / spec).string();
   fail("the ", task.describe_data(), " was tokenized with another tokenizer (", task.data_tokenizer_name(), ", sha256 ",
        data_sha.substr(0, 12), ") than run '", run_dir.string(), "' was trained with ('", run_copy, "', sha256 ", run_sha.substr(0, 12),
        "); its ids would be read as other tokens. Tokenize it again with the run's tokenizer (dew tokenize --tokenizer '",
@@ -106,11 +107,11 @@ void adopt_model_config(DecoderSections& s, const LoadedModel& init, const nn::C
 
 // The data must have been tokenized with the model's own tokenizer: the same fingerprint (every id's bytes
 // and a probe text's ids, data/tokenizers/tokenizer_fingerprint.h). Returns the model's, for run.json.
-std::string check_same_tokenizer(const LoadedModel& init, const DecoderTask& task) {
-  const std::string model_sha = data::tokenizer_sha256(*init.tokenizer.tokenizer);
+std::string check_same_tokenizer(const data::PretrainedTokenizer& model_tokenizer, const DecoderTask& task) {
+  const std::string model_sha = data::tokenizer_sha256(*model_tokenizer.tokenizer);
   const std::string data_sha = task.data_tokenizer_sha256();
   if (!data_sha.empty() && data_sha != model_sha) {
-    const std::int64_t model_vocab = init.tokenizer.tokenizer->vocab_size();
+    const std::int64_t model_vocab = model_tokenizer.tokenizer->vocab_size();
     fail("the ", task.describe_data(), " was tokenized with ", task.data_tokenizer_name(), " but init.from '",
          task.sections().init.from, "' uses another tokenizer (vocabulary ", model_vocab,
          "); tokenize the text with the model's tokenizer: dew tokenize --tokenizer <the model> ...");
@@ -140,45 +141,71 @@ nn::CausalTransformer under_run_config(nn::CausalTransformer loaded, const nn::C
 
 double DecoderTask::flops_per_token() const { return nn::decoder_flops_per_token(sections().model, seq_len()); }
 
-DecoderRun::DecoderRun(const fs::path& dir, std::unique_ptr<DecoderTask> task, std::string tokenizer, bool resumed)
+const ModelSource& RunContext::init_source() const {
+  if (!init_source_) {
+    if (init_from_.empty()) fail("run '", dir_.string(), "' has no init.from: it did not start from a trained model");
+    init_source_ = std::make_shared<ModelSource>(resolve_model_source(init_from_));
+  }
+  return *init_source_;
+}
+
+DecoderRun::DecoderRun(const fs::path& dir, std::unique_ptr<DecoderTask> task, std::string tokenizer,
+                       std::string tokenizer_sha256, bool resumed)
     : Run(dir, task->kind(), resumed),
       task_(std::move(task)),
       tokenizer_(std::move(tokenizer)),
-      context_(dir, [dir, spec = tokenizer_] { return open_run_tokenizer(dir, spec); }) {}
+      tokenizer_sha256_(std::move(tokenizer_sha256)),
+      context_(dir, [dir, spec = tokenizer_] { return open_run_tokenizer(dir, spec); }, sections().init.from) {}
 
 std::unique_ptr<DecoderRun> DecoderRun::start(const fs::path& run_dir, std::unique_ptr<DecoderTask> task) {
   auto& s = task->sections();
-  const bool resuming = holds_run(run_dir);
-  std::optional<LoadedModel> init;
-  if (!s.init.from.empty() && !resuming) {
-    init = load_model_source(resolve_model_source(s.init.from), {.device = "cpu"});
-    adopt_model_config(s, *init, task->default_model_config());
+  if (!s.init.from.empty()) s.init.from = fs::absolute(s.init.from).lexically_normal().string();
+  if (holds_run(run_dir)) return resume(run_dir, read_run_file(run_dir), std::move(task));
+  return start_fresh(run_dir, std::move(task));
+}
+
+std::unique_ptr<DecoderRun> DecoderRun::resume(const fs::path& run_dir, RunFile stored, std::unique_ptr<DecoderTask> task) {
+  // The data checks read with the run's own copy of its tokenizer (loaded only if a check needs it).
+  const RunContext checks(run_dir, [run_dir, spec = stored.tokenizer] { return open_run_tokenizer(run_dir, spec); },
+                          task->sections().init.from);
+  resolve(*task, checks);
+  refuse_other_kind(run_dir, stored, task->kind());
+  check_data_tokenizer(run_dir, stored.tokenizer, stored.tokenizer_sha256, *task);
+  record_resumed_config(run_dir, stored, task->canonical_config(stored.config, run_file_path(run_dir).string()), task->config_json());
+  return std::unique_ptr<DecoderRun>(
+      new DecoderRun(run_dir, std::move(task), stored.tokenizer, stored.tokenizer_sha256, /*resumed=*/true));
+}
+
+std::unique_ptr<DecoderRun> DecoderRun::start_fresh(const fs::path& run_dir, std::unique_ptr<DecoderTask> task) {
+  auto& s = task->sections();
+  // The data checks read with init.from's tokenizer; a run from scratch has none until it copies its data's.
+  RunContext checks(run_dir, []() -> data::PretrainedTokenizer { fail("a run from scratch has no tokenizer before it copies its data's"); },
+                    s.init.from);
+  nn::CausalTransformer init_model{nullptr};
+  if (!s.init.from.empty()) {
+    checks.use_init_source(resolve_model_source(s.init.from));  // the one resolution every later step uses
+    LoadedModel init = load_model_source(checks.init_source(), {.device = "cpu"});
+    adopt_model_config(s, init, task->default_model_config());
+    init_model = init.model;
+    checks.use_tokenizer(std::move(init.tokenizer));
   }
-  resolve(*task);
-  std::string init_tokenizer_sha256;  // the fingerprint run.json records for a fine-tuning run
-  if (init) init_tokenizer_sha256 = check_same_tokenizer(*init, *task);
-  if (resuming) {
-    RunFile stored = read_run_to_resume(run_dir, task->kind());
-    check_data_tokenizer(run_dir, stored, *task, task->data_tokenizer_sha256());
-    record_resumed_config(run_dir, stored, task->canonical_config(stored.config, run_file_path(run_dir).string()), task->config_json());
-    return std::unique_ptr<DecoderRun>(new DecoderRun(run_dir, std::move(task), stored.tokenizer, /*resumed=*/true));
-  }
+  resolve(*task, checks);
+  std::string tokenizer = "tokenizer", tokenizer_sha256;  // what run.json records
+  if (init_model) tokenizer_sha256 = check_same_tokenizer(checks.tokenizer(), *task);
   check_fresh_run_dir(run_dir);
   fs::create_directories(run_dir);
-  std::string tokenizer, tokenizer_sha256;
-  if (init) {
-    data::save_pretrained_tokenizer(init->tokenizer, run_dir / "tokenizer");  // with its chat template
-    tokenizer = "tokenizer";
-    tokenizer_sha256 = init_tokenizer_sha256;
+  if (init_model) {
+    data::save_pretrained_tokenizer(checks.tokenizer(), run_dir / tokenizer);  // with its chat template
   } else {
     tokenizer = task->copy_data_tokenizer(run_dir);
     tokenizer_sha256 = data::tokenizer_sha256(*load_run_tokenizer(run_dir, tokenizer));
   }
-  std::unique_ptr<DecoderRun> run(new DecoderRun(run_dir, std::move(task), tokenizer, /*resumed=*/false));
+  std::unique_ptr<DecoderRun> run(new DecoderRun(run_dir, std::move(task), tokenizer, tokenizer_sha256, /*resumed=*/false));
+  if (init_model) run->context_.use_init_source(checks.init_source());
   run->task_->prepare(run->context_);
   RunFile file{run->task_->kind(), tokenizer, run->task_->config_json(), tokenizer_sha256};
   write_run_file(run_dir, file);  // last: a directory with run.json is a complete run to resume
-  if (init) run->initial_model_ = init->model;
+  run->initial_model_ = init_model;
   return run;
 }
 
@@ -189,7 +216,7 @@ std::unique_ptr<DecoderRun> DecoderRun::open(const fs::path& run_dir, const RunF
          "; a run file holds the resolved vocabulary size");
   }
   model.validate();
-  return std::unique_ptr<DecoderRun>(new DecoderRun(run_dir, std::move(task), file.tokenizer, /*resumed=*/true));
+  return std::unique_ptr<DecoderRun>(new DecoderRun(run_dir, std::move(task), file.tokenizer, file.tokenizer_sha256, /*resumed=*/true));
 }
 
 std::string DecoderRun::describe() const {
@@ -251,7 +278,7 @@ training::FitResult DecoderRun::train(std::FILE* out) {
 }
 
 nn::CausalTransformer DecoderRun::base_model() const {
-  nn::CausalTransformer model = under_run_config(load_model_source(sections().init.from, {.device = "cpu"}).model, sections().model);
+  nn::CausalTransformer model = under_run_config(load_model_source(context_.init_source(), {.device = "cpu"}).model, sections().model);
   model->to(nn::parse_dtype(sections().model.param_dtype));
   return model;
 }
@@ -275,7 +302,7 @@ nn::CausalTransformer DecoderRun::load_model(bool live, std::optional<std::int64
 }
 
 objectives::Statistics DecoderRun::evaluate(const EvalOptions& options, fs::path* loaded) {
-  check_data_tokenizer(dir(), read_run_file(dir()), *task_, task_->data_tokenizer_sha256());
+  check_data_tokenizer(dir(), tokenizer_, tokenizer_sha256_, *task_);
   auto val = task_->batches(data::Split::val, context_).rows;
   if (!val) {
     fail("run '", dir().string(), "' has no validation data to evaluate: the ", task_->describe_data(),
@@ -305,6 +332,19 @@ LoadedModel DecoderRun::load_decoder(const ModelLoadOptions& options) const {
   const bool ema = !options.live && s.trainer.ema_decay > 0;
   out.description = str(kind(), " run '", dir().string(), "' checkpoint '", checkpoint.string(), "' (", ema ? "EMA" : "live",
                         " weights)");
+  return out;
+}
+
+LoraAdapters DecoderRun::lora_adapters(const ModelLoadOptions& options) const {
+  const auto& s = sections();
+  if (!s.lora.enabled()) {
+    fail("--format peft writes a LoRA run's adapters, but run '", dir().string(), "' trained every weight (lora.rank = 0); "
+         "export it with --format hf or gguf");
+  }
+  LoraAdapters out;
+  out.model = load_model(options.live, options.step, "cpu", &out.checkpoint, /*merge_adapters=*/false);
+  out.lora = s.lora;
+  out.base = s.init.from;
   return out;
 }
 

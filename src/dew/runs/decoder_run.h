@@ -23,6 +23,8 @@ namespace dew::runs {
 
 class DecoderRun final : public Run {
  public:
+  // init.from is resolved once here (model_source.h) and that value serves the whole command: the
+  // architecture and tokenizer a fresh run adopts, the data checks, a LoRA run's base, the DPO/GRPO reference.
   static std::unique_ptr<DecoderRun> start(const std::filesystem::path& run_dir, std::unique_ptr<DecoderTask> task);
   // Opens a run whose run.json `file` the task's config was read from.
   static std::unique_ptr<DecoderRun> open(const std::filesystem::path& run_dir, const RunFile& file,
@@ -37,7 +39,9 @@ class DecoderRun final : public Run {
   std::string validation_loss() const override { return task_->validation_loss(); }
   std::string validation_unit() const override { return task_->validation_unit(); }
   const training::TrainerConfig& trainer_config() const override { return sections().trainer; }
+  config::Json config_json() const override { return task_->config_json(); }
   LoadedModel load_decoder(const ModelLoadOptions& options) const override;
+  LoraAdapters lora_adapters(const ModelLoadOptions& options) const override;
 
   // The tokenizer run.json names (the run's own copy), without or with its checkpoint extras.
   std::unique_ptr<data::Tokenizer> tokenizer() const;
@@ -54,12 +58,17 @@ class DecoderRun final : public Run {
   std::unique_ptr<data::BatchSource> batches(data::Split split) const { return task_->batches(split, context_).rows; }
 
  private:
-  DecoderRun(const std::filesystem::path& dir, std::unique_ptr<DecoderTask> task, std::string tokenizer, bool resumed);
-  // init.from's weights in model.param_dtype, on the CPU.
+  DecoderRun(const std::filesystem::path& dir, std::unique_ptr<DecoderTask> task, std::string tokenizer,
+             std::string tokenizer_sha256, bool resumed);
+  // start()'s two ways: the run already in run_dir (its run.json `stored`, read once), or a new one.
+  static std::unique_ptr<DecoderRun> resume(const std::filesystem::path& run_dir, RunFile stored, std::unique_ptr<DecoderTask> task);
+  static std::unique_ptr<DecoderRun> start_fresh(const std::filesystem::path& run_dir, std::unique_ptr<DecoderTask> task);
+  // init.from's weights (from the source the run resolved once) in model.param_dtype, on the CPU.
   nn::CausalTransformer base_model() const;
 
   std::unique_ptr<DecoderTask> task_;
-  std::string tokenizer_;  // RunFile::tokenizer
+  std::string tokenizer_;         // RunFile::tokenizer
+  std::string tokenizer_sha256_;  // RunFile::tokenizer_sha256 ("" in runs older than the field)
   RunContext context_;
   // The init.from model start() loaded to adopt its architecture, kept for train() so a fresh
   // fine-tuning run reads (and dequantizes) the checkpoint once.

@@ -15,25 +15,42 @@
 #include "dew/nn/causal_transformer.h"
 #include "dew/objectives/objective.h"
 #include "dew/runs/decoder_sections.h"
+#include "dew/runs/model_source.h"
 
 namespace dew::runs {
 
-// The run a task works for: its directory and (loaded on first use) the tokenizer run.json names, with the
-// chat template when the run has one.
+// The run a task works for: its directory, the tokenizer its data is read with (loaded on first use) and
+// the model it starts from, init.from, resolved once per command (model_source.h): DecoderRun::start
+// hands over the source it resolved, otherwise it is resolved on first use. Tasks load init.from (a
+// reference model, a LoRA run's base) from this value, never from the path again.
+//
+// The tokenizer: during DecoderRun::start's data checks, a fresh fine-tuning run's init.from tokenizer or a
+// resumed run's own copy; afterwards the run's copy, the one run.json names (with the chat template when the
+// run has one).
 class RunContext {
  public:
-  RunContext(std::filesystem::path dir, std::function<data::PretrainedTokenizer()> load)
-      : dir_(std::move(dir)), load_(std::move(load)) {}
+  RunContext(std::filesystem::path dir, std::function<data::PretrainedTokenizer()> load, std::string init_from = "")
+      : dir_(std::move(dir)), load_(std::move(load)), init_from_(std::move(init_from)) {}
   const std::filesystem::path& dir() const { return dir_; }
   const data::PretrainedTokenizer& tokenizer() const {
     if (!tokenizer_) tokenizer_ = std::make_shared<data::PretrainedTokenizer>(load_());
     return *tokenizer_;
   }
+  // init.from as resolved once; an error when the run has none.
+  const ModelSource& init_source() const;
+  // What the caller resolved or loaded already, so that nothing is read twice.
+  void use_init_source(ModelSource source) { init_source_ = std::make_shared<ModelSource>(std::move(source)); }
+  void use_tokenizer(data::PretrainedTokenizer tokenizer) {
+    tokenizer_ = std::make_shared<data::PretrainedTokenizer>(std::move(tokenizer));
+  }
 
  private:
   std::filesystem::path dir_;
   std::function<data::PretrainedTokenizer()> load_;
+  std::string init_from_;
+  // Caches of what is read on first use, shared by the context's copies.
   mutable std::shared_ptr<data::PretrainedTokenizer> tokenizer_;
+  mutable std::shared_ptr<ModelSource> init_source_;
 };
 
 // One split's batches and the notes their making left (DecoderTask::batches).
@@ -71,8 +88,9 @@ class DecoderTask {
   virtual double flops_per_token() const;
 
   // Checks the data settings and the data before anything is written; makes paths absolute; fills
-  // model.vocab_size when it is 0 (a run from scratch takes its data's vocabulary).
-  virtual void check_data() = 0;
+  // model.vocab_size when it is 0 (a run from scratch takes its data's vocabulary). `run`'s tokenizer is the
+  // one the data will be read with (a run from scratch has none yet: its data's is copied later).
+  virtual void check_data(const RunContext& run) = 0;
   // The fingerprint of the tokenizer the data was tokenized with (data/tokenizers/tokenizer_fingerprint.h),
   // or "" when the data is text that the run tokenizes itself with the run's tokenizer.
   virtual std::string data_tokenizer_sha256() const = 0;

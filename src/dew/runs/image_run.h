@@ -34,6 +34,7 @@ class ImageRun final : public Run {
   std::string validation_loss() const override { return "loss"; }
   std::string validation_unit() const override { return "images"; }
   const training::TrainerConfig& trainer_config() const override { return task_->sections().trainer; }
+  config::Json config_json() const override { return task_->config_json(); }
   LoadedModel load_decoder(const ModelLoadOptions& options) const override;
   SampleResult sample(const SampleRequest& request) const override;
   ProbeResult probe(const ProbeRequest& request) const override;

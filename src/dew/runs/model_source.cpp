@@ -6,7 +6,7 @@
 #include "dew/interop/gguf_model.h"
 #include "dew/interop/hf_config.h"
 #include "dew/interop/hf_model.h"
-#include "dew/runs/run_kind.h"
+#include "dew/runs/run.h"
 #include "dew/runs/run_directory.h"
 #include "dew/runs/tokenizer_source.h"
 #include "dew/nn/device.h"
@@ -24,25 +24,30 @@ const char* model_source_kind_name(ModelSourceKind kind) {
   return "?";
 }
 
-ModelSourceKind detect_model_source(const fs::path& path) {
+std::optional<ModelSource> find_model_source(const fs::path& path) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) {
-    if (path.extension() == ".gguf") return ModelSourceKind::gguf;
+    if (path.extension() != ".gguf") return std::nullopt;
+    return ModelSource{.path = path, .kind = ModelSourceKind::gguf, .run = std::nullopt};
+  }
+  if (!fs::is_directory(path, ec)) return std::nullopt;
+  if (holds_run(path)) return ModelSource{.path = path, .kind = ModelSourceKind::run, .run = read_run_file(path)};
+  if (fs::is_regular_file(path / "config.json", ec)) {
+    return ModelSource{.path = path, .kind = ModelSourceKind::hugging_face, .run = std::nullopt};
+  }
+  return std::nullopt;
+}
+
+ModelSource resolve_model_source(const fs::path& path) {
+  if (auto source = find_model_source(path)) return *std::move(source);
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
     fail("'", path.string(), "' is a file but not a .gguf file; MODEL is a run directory, a Hugging Face checkpoint "
          "directory (config.json + safetensors) or a .gguf file");
   }
   if (!fs::is_directory(path, ec)) fail("MODEL '", path.string(), "' does not exist");
-  if (holds_run(path)) return ModelSourceKind::run;
-  if (fs::is_regular_file(path / "config.json", ec)) return ModelSourceKind::hugging_face;
   fail("'", path.string(), "' holds neither run.json (a `dew train` run) nor config.json (a Hugging Face checkpoint); "
        "MODEL is one of those directories or a .gguf file");
-}
-
-
-ModelSource resolve_model_source(const fs::path& path) {
-  ModelSource source{.path = path, .kind = detect_model_source(path), .run = std::nullopt};
-  if (source.kind == ModelSourceKind::run) source.run = read_run_file(path);
-  return source;
 }
 
 LoadedModel load_model_source(const fs::path& path, const ModelLoadOptions& options) {
@@ -63,7 +68,7 @@ LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions&
   switch (out.kind) {
     case ModelSourceKind::run: {
       // Whichever kind trained it, opened from the run.json read when the source was resolved.
-      out = find_run_kind(source.run->kind, run_file_path(path).string()).open(path, *source.run)->load_decoder(options);
+      out = open_run(source)->load_decoder(options);
       if (weights == nn::WeightFormat::bfloat16 && out.model->parameters().front().device().is_cpu())
         nn::quantize_matrices(*out.model, formats::GgmlType::BF16);
       return out;
@@ -72,7 +77,7 @@ LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions&
       auto hf = interop::load_hf_model(path);
       out.model = hf.model;
       out.model_type = hf.model_type;
-      out.tokenizer = open_tokenizer(path.string());
+      out.tokenizer = open_tokenizer(source);
       out.description = str("Hugging Face ", hf.model_type, " checkpoint '", path.string(), "'");
       break;
     }

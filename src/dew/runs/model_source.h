@@ -22,9 +22,6 @@ namespace dew::runs {
 enum class ModelSourceKind { run, hugging_face, gguf };
 const char* model_source_kind_name(ModelSourceKind kind);  // "run", "hf", "gguf"
 
-// Which of the three `path` is; the error says what each would need.
-ModelSourceKind detect_model_source(const std::filesystem::path& path);
-
 struct ModelLoadOptions {
   bool live = false;                  // runs: the trained parameters instead of the EMA copy
   std::optional<std::int64_t> step;   // runs: this checkpoint instead of the newest
@@ -43,13 +40,19 @@ struct LoadedModel {
   std::string description;  // for logs: which file and checkpoint were read
 };
 
-// MODEL resolved once: which of the three it is and, for a run, its run.json. The steps after it (the
-// weights, the tokenizer, the run's kind) take this value instead of probing the path again.
+// MODEL resolved once per command: which of the three it is and, for a run, its run.json. The steps after it
+// take this value instead of probing the path again: the weights (load_model_source), the tokenizer
+// (tokenizer_source.h), the run as its kind (run.h, open_run), and a fine-tuning run's init.from and
+// reference models (decoder_task.h, RunContext).
 struct ModelSource {
   std::filesystem::path path;
   ModelSourceKind kind = ModelSourceKind::run;
   std::optional<RunFile> run;  // kind run: its run.json, read once
 };
+// Which of the three `path` is, its run.json read when it is a run; nullopt when it is none of them (the
+// caller says what it needed).
+std::optional<ModelSource> find_model_source(const std::filesystem::path& path);
+// find_model_source, or an error saying what each of the three would need.
 ModelSource resolve_model_source(const std::filesystem::path& path);
 
 LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions& options = {});

@@ -13,4 +13,9 @@ ProbeResult Run::probe(const ProbeRequest&) const {
   fail("run '", dir().string(), "' is a ", kind(), " run; `dew probe` measures the encoder of a jepa run");
 }
 
+LoraAdapters Run::lora_adapters(const ModelLoadOptions&) const {
+  fail("--format peft writes a LoRA run's adapters, but run '", dir().string(), "' is a ", kind(),
+       " run without adapters; export a decoder run with --format hf or gguf");
+}
+
 }  // namespace dew::runs

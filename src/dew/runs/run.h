@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "dew/core/config.h"
 #include "dew/objectives/statistics.h"
 #include "dew/runs/model_source.h"
 #include "dew/runs/run_verbs.h"
@@ -45,12 +46,16 @@ class Run {
   // What that count counts, plural: "tokens", "pairs", "prompts".
   virtual std::string validation_unit() const = 0;
   virtual const training::TrainerConfig& trainer_config() const = 0;
+  // The kind's whole config, as run.json stores it (typed readers such as kinds/lm_kind.h's lm_config read
+  // it by the run's kind(), never by casting the run).
+  virtual config::Json config_json() const = 0;
   // The trained decoder with its tokenizer, for generation, chat and export; kinds without one refuse.
   virtual LoadedModel load_decoder(const ModelLoadOptions& options) const = 0;
 
   // Optional verbs (run_verbs.h). These defaults refuse, naming the run's kind and the kind that answers.
   virtual SampleResult sample(const SampleRequest& request) const;  // `dew sample`: diffusion runs
   virtual ProbeResult probe(const ProbeRequest& request) const;     // `dew probe`: jepa runs
+  virtual LoraAdapters lora_adapters(const ModelLoadOptions& options) const;  // `dew export --format peft`: LoRA runs
 
  protected:
   Run(std::filesystem::path dir, std::string kind, bool resumed)
@@ -64,5 +69,8 @@ class Run {
 
 // Opens the run in `run_dir` as its run.json's kind says; the error names an unknown kind and lists the known.
 std::unique_ptr<Run> open_run(const std::filesystem::path& run_dir);
+// The same for a resolved MODEL (model_source.h), from the run.json read when it was resolved; a source that
+// is not a run directory is refused, naming what it is.
+std::unique_ptr<Run> open_run(const ModelSource& source);
 
 }  // namespace dew::runs

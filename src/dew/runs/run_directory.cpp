@@ -1,11 +1,13 @@
 #include "dew/runs/run_directory.h"
 
+#include <atomic>
 #include <system_error>
 #include <vector>
 
 #include "dew/core/atomic_file.h"
 #include "dew/core/directory_lock.h"
 #include "dew/core/error.h"
+#include "dew/runs/run_file_reads.h"
 #include "dew/training/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -15,6 +17,7 @@ namespace dew::runs {
 namespace {
 constexpr const char* kFormat = "dew-run";
 constexpr int kVersion = 1;
+std::atomic<std::int64_t> reads{0};  // run_file_reads()
 
 const config::Json& require(const config::Json& j, const char* field, const fs::path& file) {
   auto it = j.find(field);
@@ -30,8 +33,11 @@ bool holds_run(const fs::path& run_dir) {
   return fs::is_regular_file(run_file_path(run_dir), ec);
 }
 
+std::int64_t run_file_reads() { return reads.load(); }
+
 RunFile read_run_file(const fs::path& run_dir) {
   const fs::path file = run_file_path(run_dir);
+  ++reads;
   if (!holds_run(run_dir)) {
     fail("'", run_dir.string(), "' is not a run directory (no run.json); give the --out directory of a `dew train` run");
   }

@@ -20,4 +20,11 @@ std::unique_ptr<Run> open_run(const std::filesystem::path& run_dir) {
   return find_run_kind(file.kind, run_file_path(run_dir).string()).open(run_dir, file);
 }
 
+std::unique_ptr<Run> open_run(const ModelSource& source) {
+  if (source.kind != ModelSourceKind::run) {
+    fail("'", source.path.string(), "' is a ", model_source_kind_name(source.kind), " checkpoint, not a run directory (no run.json)");
+  }
+  return find_run_kind(source.run->kind, run_file_path(source.path).string()).open(source.path, *source.run);
+}
+
 }  // namespace dew::runs

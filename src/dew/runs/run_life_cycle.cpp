@@ -11,11 +11,14 @@ namespace dew::runs {
 
 RunFile read_run_to_resume(const fs::path& run_dir, const std::string& kind) {
   RunFile stored = read_run_file(run_dir);
-  if (stored.kind != kind) {
-    fail("'", run_dir.string(), "' holds a \"", stored.kind, "\" run; `dew train ", kind, "` cannot resume it. Resume it with `dew train ",
-         stored.kind, "` or start this run in another --out directory");
-  }
+  refuse_other_kind(run_dir, stored, kind);
   return stored;
+}
+
+void refuse_other_kind(const fs::path& run_dir, const RunFile& stored, const std::string& kind) {
+  if (stored.kind == kind) return;
+  fail("'", run_dir.string(), "' holds a \"", stored.kind, "\" run; `dew train ", kind, "` cannot resume it. Resume it with `dew train ",
+       stored.kind, "` or start this run in another --out directory");
 }
 
 void record_resumed_config(const fs::path& run_dir, RunFile& stored, const config::Json& stored_canonical, const config::Json& asked) {

@@ -15,6 +15,8 @@ namespace dew::runs {
 // run.json of the run `dew train KIND` is about to resume; a run of another kind is refused, naming both
 // and what to do.
 RunFile read_run_to_resume(const std::filesystem::path& run_dir, const std::string& kind);
+// The same check on a run.json read already.
+void refuse_other_kind(const std::filesystem::path& run_dir, const RunFile& stored, const std::string& kind);
 
 // A resumed run's config: only trainer.* may differ between `stored_canonical` (run.json's config in the
 // task's canonical form) and `asked` (check_resume_config); then `asked` is recorded in run.json.

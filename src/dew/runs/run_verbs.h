@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "dew/nn/causal_transformer.h"
+#include "dew/nn/lora.h"
+
 namespace dew::runs {
 
 // `dew sample` (diffusion runs): images drawn into a labelled grid PNG.
@@ -52,6 +55,15 @@ struct ProbeResult {
   double top1 = 0, random_init_top1 = 0, pixels_top1 = 0;
   std::int64_t train_images = 0, test_images = 0;
   std::string test_split;  // "t10k", or the holdout drawn from the training images when the data has no test split
+};
+
+// `dew export --format peft` (decoder runs trained with LoRA): the adapters apart from their base, with what
+// peft's adapter_config.json records. The request is the checkpoint to read (ModelLoadOptions' live and step).
+struct LoraAdapters {
+  nn::CausalTransformer model{nullptr};  // the base with the adapters unmerged, on the CPU, in eval mode
+  nn::LoraConfig lora;
+  std::string base;                      // init.from: the model the adapters sit on
+  std::filesystem::path checkpoint;      // the step directory read
 };
 
 }  // namespace dew::runs

@@ -35,28 +35,45 @@ data::PretrainedTokenizer open_run_tokenizer(const fs::path& run_dir, const std:
   return plain_tokenizer(data::load_tokenizer(copy.string()));
 }
 
-data::PretrainedTokenizer open_tokenizer(const std::string& spec) {
-  const fs::path path = spec;
+namespace {
+
+// A directory of tokenizer files: tokenizer_config.json beside tokenizer.json (a checkpoint's, with its
+// special tokens and chat template), else tokenizer.json or GPT-2's encoder.json + vocab.bpe alone.
+data::PretrainedTokenizer open_tokenizer_directory(const fs::path& dir) {
   std::error_code ec;
-  if (fs::is_regular_file(path, ec) && path.extension() == ".gguf") {
-    return interop::gguf_file_tokenizer(formats::GgufFile(path));
+  if (fs::is_regular_file(dir / "tokenizer_config.json", ec)) return data::load_pretrained_tokenizer(dir);
+  if (!fs::exists(dir / "tokenizer.json", ec) && !fs::exists(dir / "encoder.json", ec)) {
+    fail("directory '", dir.string(), "' holds no tokenizer: expected run.json (a run), meta.json (token data), ",
+         "tokenizer.json (a tokenizer or Hugging Face checkpoint) or GPT-2's encoder.json + vocab.bpe");
   }
-  if (fs::is_directory(path, ec)) {
-    if (holds_run(path)) {
+  return plain_tokenizer(data::load_tokenizer(dir.string()));
+}
+
+}  // namespace
+
+data::PretrainedTokenizer open_tokenizer(const ModelSource& source) {
+  switch (source.kind) {
+    case ModelSourceKind::run:
       // A run keeps a checkpoint's full tokenizer (special tokens, chat template) when it was initialised
       // from one, else the plain tokenizer its data was written with.
-      return open_run_tokenizer(path, read_run_file(path).tokenizer);
-    }
+      return open_run_tokenizer(source.path, source.run->tokenizer);
+    case ModelSourceKind::gguf: return interop::gguf_file_tokenizer(formats::GgufFile(source.path));
+    case ModelSourceKind::hugging_face: return open_tokenizer_directory(source.path);
+  }
+  fail("'", source.path.string(), "': unknown model source kind");
+}
+
+data::PretrainedTokenizer open_tokenizer(const std::string& spec) {
+  const fs::path path = spec;
+  if (auto source = find_model_source(path)) return open_tokenizer(*source);
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
     if (fs::is_regular_file(path / "meta.json", ec)) {
       return plain_tokenizer(data::load_token_tokenizer(path, data::read_token_meta(path)));
     }
-    if (fs::is_regular_file(path / "tokenizer_config.json", ec)) return data::load_pretrained_tokenizer(path);
-    if (!fs::exists(path / "tokenizer.json", ec) && !fs::exists(path / "encoder.json", ec)) {
-      fail("directory '", spec, "' holds no tokenizer: expected run.json (a run), meta.json (token data), ",
-           "tokenizer.json (a tokenizer or Hugging Face checkpoint) or GPT-2's encoder.json + vocab.bpe");
-    }
+    return open_tokenizer_directory(path);
   }
-  // "byte", "gpt2", a tokenizer.json, a directory of tokenizer files; its errors name the path.
+  // "byte", "gpt2", a tokenizer.json; its errors name the path.
   return plain_tokenizer(data::load_tokenizer(spec));
 }
 

@@ -16,10 +16,16 @@
 #include <string>
 
 #include "dew/data/tokenizers/pretrained_tokenizer.h"
+#include "dew/runs/model_source.h"
 
 namespace dew::runs {
 
+// A spec that names a model (a run directory, a .gguf file, a Hugging Face checkpoint directory) is resolved
+// as MODEL is (model_source.h) and opened as below; the other forms as the list above says.
 data::PretrainedTokenizer open_tokenizer(const std::string& spec);
+// The tokenizer of a MODEL resolved once: a run's own copy (from the run.json read when it was resolved), a
+// GGUF file's metadata, a Hugging Face directory's tokenizer files. Nothing is probed or read again.
+data::PretrainedTokenizer open_tokenizer(const ModelSource& source);
 
 // The tokenizer a run keeps: run.json's `tokenizer` spec ("byte" or a file under the run directory), with the
 // checkpoint's special tokens and chat template when they were kept beside it (tokenizer_config.json).

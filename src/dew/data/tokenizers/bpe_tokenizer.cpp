@@ -45,6 +45,41 @@ BpeDefinition definition_from_parts(BpeParts parts) {
   return definition;
 }
 
+// Each merge as (left id, right id, merged id), in rank order; errors name the merge and the missing token.
+std::vector<std::array<TokenId, 3>> merge_ids(const std::string& name,
+                                             const std::vector<std::pair<std::string, std::string>>& text_merges,
+                                             const std::unordered_map<std::string_view, TokenId>& id_of_text) {
+  std::vector<std::array<TokenId, 3>> merges;
+  merges.reserve(text_merges.size());
+  std::string joined;
+  for (std::size_t rank = 0; rank < text_merges.size(); ++rank) {
+    const auto& [left, right] = text_merges[rank];
+    auto l = id_of_text.find(left), r = id_of_text.find(right);
+    if (l == id_of_text.end() || r == id_of_text.end())
+      fail(name, ": model.merges[", rank, "] ('", printable(left), "' '", printable(right), "'): '",
+           printable(l == id_of_text.end() ? left : right), "' is not in model.vocab");
+    joined.assign(left).append(right);
+    auto m = id_of_text.find(joined);
+    if (m == id_of_text.end())
+      fail(name, ": model.merges[", rank, "] ('", printable(left), "' '", printable(right), "'): the merged token '",
+           printable(joined), "' is not in model.vocab");
+    merges.push_back({l->second, r->second, m->second});
+  }
+  return merges;
+}
+
+// Without an EOS given: the first of the usual end-of-text tokens the tokenizer has, a special added token
+// before a vocabulary entry of the same text.
+std::optional<TokenId> conventional_eos(const std::vector<AddedToken>& added_tokens,
+                                        const std::unordered_map<std::string_view, TokenId>& id_of_text) {
+  for (std::string_view candidate : {"<|endoftext|>", "<|end_of_text|>", "<|im_end|>", "</s>"}) {
+    for (const AddedToken& added : added_tokens)
+      if (added.special && added.content == candidate) return added.id;
+    if (auto it = id_of_text.find(candidate); it != id_of_text.end()) return it->second;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 BpeTokenizer::BpeTokenizer(BpeParts parts, std::string name)
@@ -98,23 +133,7 @@ BpeTokenizer::BpeTokenizer(BpeDefinition definition, std::string name)
     if (it == id_of_text.end()) has_untokenized_bytes_ = true;
   }
 
-  std::vector<std::array<TokenId, 3>> merges;
-  merges.reserve(definition_.merges.size());
-  std::string joined;
-  for (std::size_t rank = 0; rank < definition_.merges.size(); ++rank) {
-    const auto& [left, right] = definition_.merges[rank];
-    auto l = id_of_text.find(left), r = id_of_text.find(right);
-    if (l == id_of_text.end() || r == id_of_text.end())
-      fail(name_, ": model.merges[", rank, "] ('", printable(left), "' '", printable(right), "'): '",
-           printable(l == id_of_text.end() ? left : right), "' is not in model.vocab");
-    joined.assign(left).append(right);
-    auto m = id_of_text.find(joined);
-    if (m == id_of_text.end())
-      fail(name_, ": model.merges[", rank, "] ('", printable(left), "' '", printable(right), "'): the merged token '",
-           printable(joined), "' is not in model.vocab");
-    merges.push_back({l->second, r->second, m->second});
-  }
-  merger_ = std::make_unique<BpeMerger>(byte_ids_, merges);
+  merger_ = std::make_unique<BpeMerger>(byte_ids_, merge_ids(name_, definition_.merges, id_of_text));
 
   std::vector<bool> added_id(size, false);
   for (const AddedToken& added : definition_.added_tokens) {
@@ -149,13 +168,7 @@ BpeTokenizer::BpeTokenizer(BpeDefinition definition, std::string name)
       fail(name_, ": the EOS id ", *definition_.eos_id, " is not a token");
     eos_id_ = definition_.eos_id;
   } else {
-    for (std::string_view candidate : {"<|endoftext|>", "<|end_of_text|>", "<|im_end|>", "</s>"}) {
-      for (const AddedToken& added : definition_.added_tokens)
-        if (added.special && added.content == candidate && !eos_id_) eos_id_ = added.id;
-      if (!eos_id_)
-        if (auto it = id_of_text.find(candidate); it != id_of_text.end()) eos_id_ = it->second;
-      if (eos_id_) break;
-    }
+    eos_id_ = conventional_eos(definition_.added_tokens, id_of_text);
   }
 }
 

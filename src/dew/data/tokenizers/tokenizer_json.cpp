@@ -142,21 +142,14 @@ std::pair<std::string, std::string> split_merge_line(const Fields& f, std::strin
   return {std::string(line.substr(0, space)), std::string(line.substr(space + 1))};
 }
 
-}  // namespace
-
-BpeDefinition parse_tokenizer_json(std::string_view json_text, const std::string& path) {
-  Fields f{path};
-  json root = parse_json(json_text, path);
-  f.object(root, "(top level)");
-  BpeDefinition definition;
-
-  const json& model = f.object(f.need(root, "model", "model"), "model");
+// The "model" section: a byte-level BPE's vocabulary (beside `added_count` added tokens) and its merges.
+void read_bpe_model(const Fields& f, const json& model, std::size_t added_count, BpeDefinition& definition) {
   if (const json* type = f.find(model, "type")) {
     std::string name = f.string(*type, "model.type");
     if (name != "BPE")
-      fail(path, ": field 'model.type' is \"", name, "\"; only BPE (byte-level) tokenizers are supported");
+      fail(f.path, ": field 'model.type' is \"", name, "\"; only BPE (byte-level) tokenizers are supported");
   } else if (!f.find(model, "merges")) {
-    fail(path, ": field 'model.type' is missing and the model has no merges; only BPE tokenizers are supported");
+    fail(f.path, ": field 'model.type' is missing and the model has no merges; only BPE tokenizers are supported");
   }
   f.refuse_unless(model, "dropout", "model.dropout", 0.0, "BPE dropout makes encoding random");
   f.refuse_unless(model, "continuing_subword_prefix", "model.continuing_subword_prefix", "",
@@ -165,8 +158,6 @@ BpeDefinition parse_tokenizer_json(std::string_view json_text, const std::string
   f.refuse_unless(model, "byte_fallback", "model.byte_fallback", false, "byte fallback belongs to SentencePiece BPE");
   definition.ignore_merges = f.boolean(model, "ignore_merges", false, "model.ignore_merges");
 
-  const json* added_node = f.find(root, "added_tokens");
-  std::size_t added_count = added_node && added_node->is_array() ? added_node->size() : 0;
   definition.vocab = read_vocab(f, f.need(model, "vocab", "model.vocab"), added_count);
 
   const json& merges = f.array(f.need(model, "merges", "model.merges"), "model.merges");
@@ -179,26 +170,41 @@ BpeDefinition parse_tokenizer_json(std::string_view json_text, const std::string
     } else if (merge.is_array() && merge.size() == 2) {
       definition.merges.emplace_back(f.string(merge[0], where + "[0]"), f.string(merge[1], where + "[1]"));
     } else {
-      fail(path, ": field '", where, "' must be \"a b\" or [\"a\", \"b\"], not ", merge.dump());
+      fail(f.path, ": field '", where, "' must be \"a b\" or [\"a\", \"b\"], not ", merge.dump());
     }
   }
+}
 
-  if (added_node && !added_node->is_null()) {
-    f.array(*added_node, "added_tokens");
-    for (std::size_t i = 0; i < added_node->size(); ++i) {
-      std::string where = dew::str("added_tokens[", i, "]");
-      const json& node = f.object((*added_node)[i], where);
-      AddedToken added{f.string(f.need(node, "content", where + ".content"), where + ".content"),
-                       f.id(f.need(node, "id", where + ".id"), where + ".id"),
-                       f.boolean(node, "special", false, where + ".special")};
-      for (const char* key : {"lstrip", "rstrip", "single_word"})
-        if (f.boolean(node, key, false, where + "." + key))
-          fail(path, ": field '", where, ".", key, "' is true for '", added.content,
-               "'; added tokens that absorb neighbouring spaces or need word boundaries are not supported");
-      check_dense(f, static_cast<std::size_t>(added.id), definition.vocab.size() + added_node->size(), where + ".id");
-      definition.added_tokens.push_back(std::move(added));
-    }
+// The "added_tokens" list: special and added tokens with ids near the vocabulary's.
+void read_added_tokens(const Fields& f, const json& added_node, BpeDefinition& definition) {
+  f.array(added_node, "added_tokens");
+  for (std::size_t i = 0; i < added_node.size(); ++i) {
+    std::string where = dew::str("added_tokens[", i, "]");
+    const json& node = f.object(added_node[i], where);
+    AddedToken added{f.string(f.need(node, "content", where + ".content"), where + ".content"),
+                     f.id(f.need(node, "id", where + ".id"), where + ".id"),
+                     f.boolean(node, "special", false, where + ".special")};
+    for (const char* key : {"lstrip", "rstrip", "single_word"})
+      if (f.boolean(node, key, false, where + "." + key))
+        fail(f.path, ": field '", where, ".", key, "' is true for '", added.content,
+             "'; added tokens that absorb neighbouring spaces or need word boundaries are not supported");
+    check_dense(f, static_cast<std::size_t>(added.id), definition.vocab.size() + added_node.size(), where + ".id");
+    definition.added_tokens.push_back(std::move(added));
   }
+}
+
+}  // namespace
+
+BpeDefinition parse_tokenizer_json(std::string_view json_text, const std::string& path) {
+  Fields f{path};
+  json root = parse_json(json_text, path);
+  f.object(root, "(top level)");
+  BpeDefinition definition;
+
+  const json* added_node = f.find(root, "added_tokens");
+  std::size_t added_count = added_node && added_node->is_array() ? added_node->size() : 0;
+  read_bpe_model(f, f.object(f.need(root, "model", "model"), "model"), added_count, definition);
+  if (added_node && !added_node->is_null()) read_added_tokens(f, *added_node, definition);
 
   if (const json* normalizer = f.find(root, "normalizer"); normalizer && !normalizer->is_null()) {
     bool empty_sequence = normalizer->is_object() && normalizer->value("type", json()) == "Sequence" &&

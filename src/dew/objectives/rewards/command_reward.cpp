@@ -104,16 +104,15 @@ std::string describe_status(int status) {
   return str("ended with wait status ", status);
 }
 
-}  // namespace
+using Clock = std::chrono::steady_clock;
 
-CommandOutput run_shell_command(const std::string& command, const std::string& input, std::size_t stderr_tail_bytes,
-                                double timeout_seconds) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  Pipe in(command), out(command), err(command);
+// Seconds since `start`.
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-  // posix_spawn rather than fork: glibc starts the child with clone(CLONE_VM | CLONE_VFORK), so a process
-  // holding gigabytes of model weights does not copy its page tables once per rollout batch.
+// `/bin/sh -c command` with the three pipes' ends on its stdin, stdout and stderr; those ends are closed here.
+// posix_spawn rather than fork: glibc starts the child with clone(CLONE_VM | CLONE_VFORK), so a process
+// holding gigabytes of model weights does not copy its page tables once per rollout batch.
+pid_t spawn_shell(const std::string& command, Pipe& in, Pipe& out, Pipe& err) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in.read.get(), STDIN_FILENO);
@@ -140,59 +139,67 @@ CommandOutput run_shell_command(const std::string& command, const std::string& i
   in.read.close();
   out.write.close();
   err.write.close();
+  return pid;
+}
 
-  CommandOutput result;
-  std::string err_all;
-  {
-    SigpipeBlocked guard;
-    fcntl(in.write.get(), F_SETFL, fcntl(in.write.get(), F_GETFL) | O_NONBLOCK);
-    std::size_t written = 0;
-    if (input.empty()) in.write.close();
-    bool out_open = true, err_open = true;
-    char buffer[65536];
-    while (out_open || err_open) {
-      int wait_ms = -1;  // no limit
-      if (timeout_seconds > 0) {
-        const double left = timeout_seconds - std::chrono::duration<double>(Clock::now() - start).count();
-        if (left <= 0) {
-          result.timed_out = true;
-          break;
-        }
-        wait_ms = static_cast<int>(std::min(std::ceil(left * 1000), 1e9));
+// Writes `input` to the command's stdin while reading its stdout into result.out and its stderr into
+// `err_all` (its tail kept), until both are closed or the time limit passes (result.timed_out).
+void exchange(const std::string& command, const std::string& input, Pipe& in, Pipe& out, Pipe& err,
+              std::size_t stderr_tail_bytes, double timeout_seconds, Clock::time_point start, CommandOutput& result,
+              std::string& err_all) {
+  SigpipeBlocked guard;
+  fcntl(in.write.get(), F_SETFL, fcntl(in.write.get(), F_GETFL) | O_NONBLOCK);
+  std::size_t written = 0;
+  if (input.empty()) in.write.close();
+  bool out_open = true, err_open = true;
+  char buffer[65536];
+  while (out_open || err_open) {
+    int wait_ms = -1;  // no limit
+    if (timeout_seconds > 0) {
+      const double left = timeout_seconds - seconds_since(start);
+      if (left <= 0) {
+        result.timed_out = true;
+        break;
       }
-      pollfd fds[3];
-      nfds_t count = 0;
-      int in_slot = -1, out_slot = -1, err_slot = -1;
-      if (in.write.get() >= 0) fds[in_slot = count++] = {in.write.get(), POLLOUT, 0};
-      if (out_open) fds[out_slot = count++] = {out.read.get(), POLLIN, 0};
-      if (err_open) fds[err_slot = count++] = {err.read.get(), POLLIN, 0};
-      if (poll(fds, count, wait_ms) < 0) {
-        if (errno == EINTR) continue;
-        dew::fail("--reward-cmd '", command, "': poll failed: ", std::strerror(errno));
-      }
-      if (in_slot >= 0 && fds[in_slot].revents) {
-        ssize_t n = ::write(in.write.get(), input.data() + written, input.size() - written);
-        if (n > 0) written += static_cast<std::size_t>(n);
-        if (n < 0 && errno == EPIPE) guard.saw_epipe();
-        // Done, or the command stopped reading: either way it gets end-of-file (or nothing more).
-        if (written == input.size() || (n < 0 && errno != EAGAIN && errno != EINTR)) in.write.close();
-      }
-      auto drain = [&](int slot, Fd& fd, bool& open, std::string& sink) {
-        if (slot < 0 || !fds[slot].revents) return;
-        ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-        if (n > 0) {
-          sink.append(buffer, static_cast<std::size_t>(n));
-        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-          open = false;
-        }
-      };
-      drain(out_slot, out.read, out_open, result.out);
-      drain(err_slot, err.read, err_open, err_all);
-      // Keep only the tail of stderr, trimming in large steps rather than on every read.
-      if (err_all.size() > 4 * stderr_tail_bytes + sizeof buffer) err_all.erase(0, err_all.size() - stderr_tail_bytes);
+      wait_ms = static_cast<int>(std::min(std::ceil(left * 1000), 1e9));
     }
-    in.write.close();
+    pollfd fds[3];
+    nfds_t count = 0;
+    int in_slot = -1, out_slot = -1, err_slot = -1;
+    if (in.write.get() >= 0) fds[in_slot = count++] = {in.write.get(), POLLOUT, 0};
+    if (out_open) fds[out_slot = count++] = {out.read.get(), POLLIN, 0};
+    if (err_open) fds[err_slot = count++] = {err.read.get(), POLLIN, 0};
+    if (poll(fds, count, wait_ms) < 0) {
+      if (errno == EINTR) continue;
+      dew::fail("--reward-cmd '", command, "': poll failed: ", std::strerror(errno));
+    }
+    if (in_slot >= 0 && fds[in_slot].revents) {
+      ssize_t n = ::write(in.write.get(), input.data() + written, input.size() - written);
+      if (n > 0) written += static_cast<std::size_t>(n);
+      if (n < 0 && errno == EPIPE) guard.saw_epipe();
+      // Done, or the command stopped reading: either way it gets end-of-file (or nothing more).
+      if (written == input.size() || (n < 0 && errno != EAGAIN && errno != EINTR)) in.write.close();
+    }
+    auto drain = [&](int slot, Fd& fd, bool& open, std::string& sink) {
+      if (slot < 0 || !fds[slot].revents) return;
+      ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+      if (n > 0) {
+        sink.append(buffer, static_cast<std::size_t>(n));
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        open = false;
+      }
+    };
+    drain(out_slot, out.read, out_open, result.out);
+    drain(err_slot, err.read, err_open, err_all);
+    // Keep only the tail of stderr, trimming in large steps rather than on every read.
+    if (err_all.size() > 4 * stderr_tail_bytes + sizeof buffer) err_all.erase(0, err_all.size() - stderr_tail_bytes);
   }
+  in.write.close();
+}
+
+// Waits for the shell to end, within the time limit when its output ended in time (a shell that closed
+// stdout and stderr may still run), and kills its whole group when the limit passed. Returns its wait status.
+int reap_shell(const std::string& command, pid_t pid, double timeout_seconds, Clock::time_point start, bool& timed_out) {
   int status = 0;
   auto reaped = [&](int options) {  // true once the shell has ended and been reaped
     pid_t got;
@@ -202,11 +209,10 @@ CommandOutput run_shell_command(const std::string& command, const std::string& i
     return got == pid;
   };
   bool ended = false;
-  if (!result.timed_out && timeout_seconds > 0) {
-    // Its output is complete, but a shell that closed stdout and stderr may still run: the limit holds too.
+  if (!timed_out && timeout_seconds > 0) {
     while (!(ended = reaped(WNOHANG))) {
-      if (std::chrono::duration<double>(Clock::now() - start).count() >= timeout_seconds) {
-        result.timed_out = true;
+      if (seconds_since(start) >= timeout_seconds) {
+        timed_out = true;
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -214,9 +220,22 @@ CommandOutput run_shell_command(const std::string& command, const std::string& i
   }
   // SIGKILL to the whole group: the shell and whatever it started (a pipeline, a script's children), none of
   // which may catch it. ESRCH: all of them have ended already.
-  if (result.timed_out) ::kill(-pid, SIGKILL);
+  if (timed_out) ::kill(-pid, SIGKILL);
   if (!ended) reaped(0);
-  result.wait_status = status;
+  return status;
+}
+
+}  // namespace
+
+CommandOutput run_shell_command(const std::string& command, const std::string& input, std::size_t stderr_tail_bytes,
+                                double timeout_seconds) {
+  const auto start = Clock::now();
+  Pipe in(command), out(command), err(command);
+  const pid_t pid = spawn_shell(command, in, out, err);
+  CommandOutput result;
+  std::string err_all;
+  exchange(command, input, in, out, err, stderr_tail_bytes, timeout_seconds, start, result, err_all);
+  result.wait_status = reap_shell(command, pid, timeout_seconds, start, result.timed_out);
   result.err_tail = err_all.size() > stderr_tail_bytes ? err_all.substr(err_all.size() - stderr_tail_bytes) : err_all;
   return result;
 }

@@ -25,7 +25,7 @@ std::int64_t validation_pairs(std::int64_t n, double val_fraction) {
 }
 }  // namespace
 
-void DpoTask::check_data() {
+void DpoTask::check_data(const RunContext&) {
   auto& d = config_.data;
   require_data_file(d.path, "PAIRS.jsonl", " ({\"prompt\", \"chosen\", \"rejected\"} per line)");
   if (d.seq_len < 2) fail("data.seq_len must be at least 2 (a prompt id and a completion id), got ", d.seq_len);
@@ -50,7 +50,9 @@ std::unique_ptr<objectives::Objective> DpoTask::objective(nn::CausalTransformer 
     return std::make_unique<objectives::DpoObjective>(std::move(model), nullptr, config_.dpo, config_.loss_chunk_tokens);
   }
   const std::string reference_path = config_.dpo.reference.empty() ? config_.init.from : config_.dpo.reference;
-  LoadedModel reference = load_model_source(reference_path, {.device = "cpu"});
+  // init.from as the run resolved it once; another reference is resolved here.
+  const ModelSource source = config_.dpo.reference.empty() ? run.init_source() : resolve_model_source(reference_path);
+  LoadedModel reference = load_model_source(source, {.device = "cpu"});
   const auto& a = model->config();
   const auto& b = reference.model->config();
   if (b.vocab_size != a.vocab_size || b.emb_features != a.emb_features) {

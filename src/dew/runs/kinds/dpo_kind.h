@@ -62,7 +62,7 @@ class DpoTask final : public TypedDecoderTask<DpoRunConfig> {
   std::int64_t loss_chunk_tokens() const override { return config_.loss_chunk_tokens; }
   std::string validation_loss() const override { return "loss"; }
   std::string validation_unit() const override { return "pairs"; }
-  void check_data() override;
+  void check_data(const RunContext& run) override;
   std::string data_tokenizer_sha256() const override { return ""; }  // text, tokenized by the run
   std::string data_tokenizer_name() const override { return "text"; }
   std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const override;

@@ -14,7 +14,6 @@
 #include "dew/runs/engine_rollouts.h"
 #include "dew/runs/loader_shard.h"
 #include "dew/runs/model_source.h"
-#include "dew/runs/tokenizer_source.h"
 
 namespace fs = std::filesystem;
 
@@ -30,7 +29,7 @@ std::int64_t GrpoTask::seq_len() const {
   return longest_prompt_ + config_.grpo.max_new_tokens;
 }
 
-void GrpoTask::check_data() {
+void GrpoTask::check_data(const RunContext& run) {
   auto& d = config_.data;
   require_data_file(d.path, "PROMPTS.jsonl", ", one {\"prompt\": ...} object per line");
   if (d.prefetch < 0) fail("data.prefetch must be >= 0 (0 = none), got ", d.prefetch);
@@ -55,9 +54,9 @@ void GrpoTask::check_data() {
   if (s.init.from.empty()) {
     fail("`dew train grpo` samples from a trained model: pass --init-from MODEL (its tokenizer encodes the prompts)");
   }
-  // The prompts as the model will read them, with the model's tokenizer and chat template (the run keeps a
-  // copy of that tokenizer, which encodes them again when training starts).
-  const data::PretrainedTokenizer tokenizer = open_tokenizer(s.init.from);
+  // The prompts as the model will read them, with the model's tokenizer and chat template: init.from's, from
+  // the source DecoderRun::start resolved (the run keeps a copy, which encodes them again when training starts).
+  const data::PretrainedTokenizer& tokenizer = run.tokenizer();
   const std::int64_t room = s.model.max_seq_len;
   longest_prompt_ = 0;
   for (const auto& record : prompts) {
@@ -96,14 +95,17 @@ std::unique_ptr<objectives::Objective> GrpoTask::objective(nn::CausalTransformer
   if (s.grpo.beta > 0 && s.lora.enabled() && s.grpo.reference.empty() && nn::has_lora(*setup.policy)) {
     setup.reference_is_base = true;  // the adapters start at zero: their base is the initial model
   } else if (s.grpo.beta > 0) {
-    // The frozen reference: grpo.reference, else the model the run started from (init.from), in the run's
-    // parameter dtype like the policy. Loaded at the first rollout, so evaluation never loads it.
+    // The frozen reference: grpo.reference, else the model the run started from (init.from, as the run
+    // resolved it), in the run's parameter dtype like the policy. Loaded at the first rollout, so evaluation
+    // never loads it.
     const std::string source = s.grpo.reference.empty() ? s.init.from : s.grpo.reference;
+    std::optional<ModelSource> init;
+    if (s.grpo.reference.empty() && !s.init.from.empty()) init = run.init_source();
     const std::string dtype = s.model.param_dtype;
     const nn::CausalTransformerConfig policy_config = s.model;
-    setup.load_reference = [source, dtype, policy_config] {
+    setup.load_reference = [source, init, dtype, policy_config] {
       if (source.empty()) fail("grpo.beta > 0 needs a reference model: set grpo.reference=MODEL (or init.from)");
-      nn::CausalTransformer reference = load_model_source(source, {.device = "cpu"}).model;
+      nn::CausalTransformer reference = load_model_source(init ? *init : resolve_model_source(source), {.device = "cpu"}).model;
       const auto& rc = reference->config();
       if (rc.vocab_size != policy_config.vocab_size) {
         fail("grpo.reference '", source, "' has a vocabulary of ", rc.vocab_size, " but the policy's is ",

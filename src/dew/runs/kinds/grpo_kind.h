@@ -67,7 +67,7 @@ class GrpoTask final : public TypedDecoderTask<GrpoRunConfig> {
   // Reads every line (errors name the line and the field), checks the rewards and the grpo settings, and
   // encodes every prompt with init.from's tokenizer: a prompt that leaves no room for grpo.max_new_tokens
   // within model.max_seq_len is refused by its line.
-  void check_data() override;
+  void check_data(const RunContext& run) override;
   std::string data_tokenizer_sha256() const override { return ""; }
   std::string data_tokenizer_name() const override { return "text"; }
   std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const override;

@@ -8,7 +8,7 @@ namespace fs = std::filesystem;
 namespace dew::runs {
 
 // The data (token_data.h) and a model.vocab_size (0 = the data's) that covers it.
-void LMTask::check_data() {
+void LMTask::check_data(const RunContext&) {
   const data::TokenMeta meta = check_token_data(config_.data);
   auto& m = config_.model;
   if (m.vocab_size == 0) m.vocab_size = meta.vocab_size;
@@ -45,11 +45,9 @@ std::unique_ptr<DecoderRun> start_lm_run(const fs::path& run_dir, LMRunConfig co
   return DecoderRun::start(run_dir, std::make_unique<LMTask>(std::move(config)));
 }
 
-const LMRunConfig& lm_config(const Run& run) {
-  const auto* decoder = dynamic_cast<const DecoderRun*>(&run);
-  const auto* task = decoder ? dynamic_cast<const LMTask*>(&decoder->task()) : nullptr;
-  if (!task) fail("'", run.dir().string(), "' is a \"", run.kind(), "\" run, not a language-model (\"lm\") run");
-  return task->config();
+LMRunConfig lm_config(const Run& run) {
+  if (run.kind() != "lm") fail("'", run.dir().string(), "' is a \"", run.kind(), "\" run, not a language-model (\"lm\") run");
+  return typed_config<LMRunConfig>(run.config_json(), run_file_path(run.dir()).string());
 }
 
 std::optional<LMRunConfig> stored_lm_config(const fs::path& run_dir) {

@@ -35,7 +35,7 @@ class LMTask final : public TokenLossTask<LMRunConfig> {
  public:
   using TokenLossTask::TokenLossTask;
   const char* kind() const override { return "lm"; }
-  void check_data() override;
+  void check_data(const RunContext& run) override;
   std::string data_tokenizer_sha256() const override;
   std::string data_tokenizer_name() const override;
   std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const override;
@@ -47,8 +47,8 @@ std::unique_ptr<RunKind> make_lm_kind();
 
 // Typed shortcuts for code that builds an lm run's config itself (tests, examples).
 std::unique_ptr<DecoderRun> start_lm_run(const std::filesystem::path& run_dir, LMRunConfig config);
-// The lm config of an opened run (an error for another kind).
-const LMRunConfig& lm_config(const Run& run);
+// The lm config of an opened run, read from its config by its kind (an error for another kind).
+LMRunConfig lm_config(const Run& run);
 // run.json's config when `run_dir` holds an lm run (what --set overrides apply to when resuming).
 std::optional<LMRunConfig> stored_lm_config(const std::filesystem::path& run_dir);
 

@@ -24,7 +24,7 @@ bool split_holds(const data::TokenFiles& files, data::Split split, std::int64_t 
 
 // The data, and the masked model over it: the mask id resolved (mdlm.mask_id, else the model's, else one
 // past the data's vocabulary), a vocabulary that holds it, bidirectional attention.
-void MDLMTask::check_data() {
+void MDLMTask::check_data(const RunContext&) {
   auto& c = config_;
   const data::TokenMeta meta = check_token_data(c.data);
   c.mdlm.validate();

@@ -50,7 +50,7 @@ class MDLMTask final : public TypedDecoderTask<MDLMRunConfig> {
   std::string validation_loss() const override { return "nelbo"; }
   double flops_per_token() const override;
   bool masked_diffusion() const override { return true; }
-  void check_data() override;
+  void check_data(const RunContext& run) override;
   std::string data_tokenizer_sha256() const override { return token_data_tokenizer_sha256(config_.data); }
   std::string data_tokenizer_name() const override { return token_data_tokenizer_name(config_.data); }
   std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const override {

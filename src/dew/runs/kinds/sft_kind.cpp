@@ -72,7 +72,7 @@ void SFTTask::refuse_without_trained_role(const data::ChatTokenFiles& files) con
        data::chat_role_name(*role), "\", ", without_role_advice(*role));
 }
 
-void SFTTask::check_data() {
+void SFTTask::check_data(const RunContext&) {
   auto& d = config_.data;
   if (d.path.empty()) fail("data.path is not set: pass --data, a chat JSONL file or a chat token directory (dew tokenize --chat)");
   std::error_code ec;

@@ -56,7 +56,7 @@ class SFTTask final : public TokenLossTask<SFTRunConfig> {
  public:
   using TokenLossTask::TokenLossTask;
   const char* kind() const override { return "sft"; }
-  void check_data() override;
+  void check_data(const RunContext& run) override;
   std::string data_tokenizer_sha256() const override;
   std::string data_tokenizer_name() const override;
   std::string copy_data_tokenizer(const std::filesystem::path& run_dir) const override;
