@@ -27,7 +27,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 install_debian_packages() {
   local wanted=(cmake ninja-build ccache g++ pkg-config unzip python3-pip python3-venv
-                nlohmann-json3-dev libcli11-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev libstb-dev zlib1g-dev
+                nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libgtest-dev libgmock-dev libbenchmark-dev libstb-dev zlib1g-dev
                 libgoogle-perftools-dev libgloo-dev libcpp-httplib-dev dataset-fashion-mnist
                 r-base-core r-cran-janeaustenr)
   local missing=()
