@@ -1,0 +1,108 @@
+// llama.cpp's own tokenizer tests, passed id for id: the vocabulary-only GGUF files of llama-cpp-python
+// 0.3.36's sdist (vendor/llama.cpp/models/ggml-vocab-*.gguf, with .inp texts and .out expected ids, encoded
+// without special tokens as its test-tokenizer-0 does), unpacked by scripts/setup.sh into
+// ~/.cache/dew/llama-vocabs (or $DEW_LLAMA_VOCABS). Not committed: 75 MB. A vocabulary whose files are absent
+// is skipped with the reason. Also decode(encode(x)) == x for each vocabulary that is lossless.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "dew/core/atomic_file.h"
+#include "dew/data/tokenizers/gguf_tokenizer.h"
+#include "dew/formats/gguf_file.h"
+
+namespace dew::data {
+namespace {
+namespace fs = std::filesystem;
+using Ids = std::vector<TokenId>;
+
+fs::path vocab_dir() {
+  if (const char* dir = std::getenv("DEW_LLAMA_VOCABS")) return dir;
+  const char* home = std::getenv("HOME");
+  return fs::path(home ? home : "/root") / ".cache" / "dew" / "llama-vocabs";
+}
+
+// test-tokenizer-0's format: texts separated by "\n__ggml_vocab_test__\n"; one line of ids per text.
+std::vector<std::pair<std::string, Ids>> read_cases(const fs::path& gguf) {
+  std::string inputs = read_file(fs::path(gguf.string() + ".inp"));
+  std::string outputs = read_file(fs::path(gguf.string() + ".out"));
+  const std::string separator = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> texts;
+  for (std::size_t pos = 0; pos < inputs.size();) {
+    std::size_t next = inputs.find(separator, pos);
+    if (next == std::string::npos) {
+      texts.push_back(inputs.substr(pos));
+      break;
+    }
+    texts.push_back(inputs.substr(pos, next - pos));
+    pos = next + separator.size();
+  }
+  std::vector<std::pair<std::string, Ids>> cases;
+  std::istringstream lines(outputs);
+  std::string line;
+  for (const std::string& text : texts) {
+    if (!std::getline(lines, line)) break;
+    Ids ids;
+    std::istringstream numbers(line);
+    for (TokenId id; numbers >> id;) ids.push_back(id);
+    cases.emplace_back(text, std::move(ids));
+  }
+  EXPECT_EQ(cases.size(), texts.size()) << gguf << ": .inp and .out differ in their number of cases";
+  return cases;
+}
+
+std::string shown(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Vocabularies whose decode gives back a different text by design: BERT lowercases and decomposes.
+bool lossless(const std::string& name) { return name != "bert-bge"; }
+
+class LlamaCppVocab : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LlamaCppVocab, EveryCaseIdForId) {
+  fs::path gguf = vocab_dir() / ("ggml-vocab-" + GetParam() + ".gguf");
+  if (!fs::exists(gguf) || !fs::exists(gguf.string() + ".inp"))
+    GTEST_SKIP() << gguf << " or its .inp is absent: run scripts/setup.sh (it unpacks llama-cpp-python 0.3.36's "
+                    "vocabularies into ~/.cache/dew/llama-vocabs) or set DEW_LLAMA_VOCABS";
+  formats::GgufFile file(gguf);
+  PretrainedTokenizer pretrained = gguf_pretrained_tokenizer(gguf_tokenizer_metadata(file), gguf.string());
+  const Tokenizer& tokenizer = *pretrained.tokenizer;
+  auto cases = read_cases(gguf);
+  ASSERT_GE(cases.size(), 40u);
+  int wrong = 0, not_round_trip = 0;
+  for (const auto& [text, expected] : cases) {
+    Ids ids = tokenizer.encode(text, /*allow_special=*/false);
+    if (ids != expected) {
+      ++wrong;
+      ADD_FAILURE() << GetParam() << ": encode(" << shown(text) << ") = " << nlohmann::json(ids).dump() << ", llama.cpp "
+                    << nlohmann::json(expected).dump();
+      continue;
+    }
+    if (lossless(GetParam()) && tokenizer.decode(ids) != text) {
+      ++not_round_trip;
+      ADD_FAILURE() << GetParam() << ": decode(encode(" << shown(text) << ")) = " << shown(tokenizer.decode(ids));
+    }
+  }
+  EXPECT_EQ(wrong, 0) << GetParam() << ": " << wrong << " of " << cases.size() << " cases differ from llama.cpp";
+  EXPECT_EQ(not_round_trip, 0);
+}
+
+// Every vocabulary of the sdist that has .inp/.out files.
+INSTANTIATE_TEST_SUITE_P(Sdist, LlamaCppVocab,
+                         ::testing::Values("bert-bge", "command-r", "deepseek-coder", "deepseek-llm", "falcon",
+                                           "gemma-4", "gpt-2", "llama-bpe", "llama-spm", "mpt", "phi-3", "qwen2",
+                                           "qwen35", "refact", "starcoder"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace dew::data
