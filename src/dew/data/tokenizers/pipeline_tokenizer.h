@@ -49,7 +49,9 @@ class PipelineTokenizer final : public Tokenizer {
   std::optional<TokenId> eos_id() const override { return eos_id_; }
   std::vector<TokenId> encode(std::string_view text, bool allow_special = false) const override;
   std::string decode(std::span<const TokenId> ids) const override;
-  std::vector<TokenId> add_special_tokens(std::vector<TokenId> ids) const override;
+  // The ids of one encoded text with the tokens the post-processor puts around them (Llama's BOS, BERT's
+  // [CLS] ... [SEP]): Hugging Face's encode(text, add_special_tokens=True). Unchanged without one.
+  std::vector<TokenId> add_special_tokens(std::vector<TokenId> ids) const;
   // Writes the tokenizer.json it was read from (and tokenizer_config.json naming the EOS); GGUF-made
   // pipelines have no tokenizer.json to write, which is an error that says so.
   std::string save(const std::filesystem::path& dir) const override;

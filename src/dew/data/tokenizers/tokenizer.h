@@ -27,10 +27,6 @@ class Tokenizer {
   // allow_special is true; by default they are encoded as ordinary text, so a corpus cannot inject them.
   virtual std::vector<TokenId> encode(std::string_view text, bool allow_special = false) const = 0;
 
-  // The ids of one encoded text with the special tokens the tokenizer's post-processor puts around them
-  // (tokenizer.json's post_processor: Llama's BOS, BERT's [CLS] ... [SEP]); unchanged when it has none.
-  virtual std::vector<TokenId> add_special_tokens(std::vector<TokenId> ids) const { return ids; }
-
   // Ids to bytes: decode(encode(x)) == x for any byte string, invalid UTF-8 included. An id outside the
   // vocabulary is an error that names it.
   virtual std::string decode(std::span<const TokenId> ids) const = 0;
