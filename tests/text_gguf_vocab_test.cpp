@@ -92,6 +92,36 @@ TEST_P(LlamaCppVocab, EveryCaseIdForId) {
   EXPECT_EQ(not_round_trip, 0);
 }
 
+fs::path converted_dir() {
+  if (const char* dir = std::getenv("DEW_LLAMA_VOCABS_HF")) return dir;
+  const char* home = std::getenv("HOME");
+  return fs::path(home ? home : "/root") / ".cache" / "dew" / "llama-vocabs-hf";
+}
+
+// The same vocabularies as transformers converts them to tokenizer.json (tools/reference/convert_llama_vocabs.py
+// writes them, with Hugging Face `tokenizers`' ids for every .inp text, into ~/.cache/dew/llama-vocabs-hf):
+// dew's tokenizer.json path must give Hugging Face's ids.
+TEST_P(LlamaCppVocab, TransformersTokenizerJsonGivesHuggingFaceIds) {
+  fs::path dir = converted_dir() / GetParam();
+  if (!fs::exists(dir / "cases.json"))
+    GTEST_SKIP() << dir << " is absent: run tools/reference/convert_llama_vocabs.py with the reference venv "
+                    "(transformers 5.24 cannot convert bert and command-r GGUF files)";
+  auto tokenizer = load_tokenizer(dir.string());
+  nlohmann::json cases = nlohmann::json::parse(read_file(dir / "cases.json"));
+  ASSERT_GE(cases.size(), 40u);
+  int wrong = 0;
+  for (const auto& c : cases) {
+    std::string text = c["text"];
+    Ids ids = tokenizer->encode(text, /*allow_special=*/true);
+    if (ids != c["ids"].get<Ids>()) {
+      ++wrong;
+      ADD_FAILURE() << GetParam() << " (tokenizer.json): encode(" << shown(text) << ") = " << nlohmann::json(ids).dump()
+                    << ", Hugging Face " << c["ids"].dump();
+    }
+  }
+  EXPECT_EQ(wrong, 0) << GetParam() << ": " << wrong << " of " << cases.size() << " cases differ from Hugging Face";
+}
+
 // Every vocabulary of the sdist that has .inp/.out files.
 INSTANTIATE_TEST_SUITE_P(Sdist, LlamaCppVocab,
                          ::testing::Values("bert-bge", "command-r", "deepseek-coder", "deepseek-llm", "falcon",
