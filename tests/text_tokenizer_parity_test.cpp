@@ -98,6 +98,17 @@ TEST(PipelineParity, ComponentVariantsEqualHuggingFace) {
   }
 }
 
+// What `dew tokenizer encode --tokenizer DIR` opens for a fixture directory (it has tokenizer_config.json):
+// the checkpoint's tokenizer, with the same ids.
+TEST(PipelineParity, EachFixtureLoadsAsACheckpointTokenizer) {
+  for (const char* name : {"llama2_spm", "mistral_spm", "t5_unigram", "bert_wordpiece", "qwen2_bytelevel"}) {
+    PretrainedTokenizer pretrained = load_pretrained_tokenizer(fixture_dir() / name);
+    json cases = json::parse(read_file(fixture_dir() / name / "cases.json"));
+    EXPECT_EQ(check_cases(*pretrained.tokenizer, cases, name), 0) << name;
+    EXPECT_TRUE(pretrained.eos_id.has_value() || std::string(name) == "bert_wordpiece") << name;
+  }
+}
+
 TEST(PipelineParity, PretrainedTokenizerAddsBosFromTemplate) {
   PretrainedTokenizer llama = load_pretrained_tokenizer(fixture_dir() / "llama2_spm");
   EXPECT_TRUE(llama.add_bos);
