@@ -122,6 +122,38 @@ TEST_P(LlamaCppVocab, TransformersTokenizerJsonGivesHuggingFaceIds) {
   EXPECT_EQ(wrong, 0) << GetParam() << ": " << wrong << " of " << cases.size() << " cases differ from Hugging Face";
 }
 
+// The sdist's one Unigram vocabulary (nomic-bert-moe, tokenizer.ggml.model "t5": XLM-R's 250,002 pieces and
+// SentencePiece's nmt_nfkc charsmap) has no .inp/.out; convert_llama_vocabs.py builds a tokenizer.json from
+// the GGUF's pieces, scores and charsmap with `tokenizers` and records its ids for 51 texts. Both dew paths,
+// that tokenizer.json and the GGUF itself, must give those ids: a check of the charsmap trie and the Viterbi
+// search on real SentencePiece data.
+TEST(LlamaCppT5Vocab, TokenizerJsonAndGgufGiveHuggingFaceIds) {
+  fs::path dir = converted_dir() / "nomic-bert-moe-t5";
+  fs::path gguf = vocab_dir() / "ggml-vocab-nomic-bert-moe.gguf";
+  if (!fs::exists(dir / "cases.json") || !fs::exists(gguf))
+    GTEST_SKIP() << dir << " or " << gguf << " is absent: run scripts/setup.sh, then "
+                    "tools/reference/convert_llama_vocabs.py with the reference venv";
+  auto from_json = load_tokenizer(dir.string());
+  formats::GgufFile file(gguf);
+  PretrainedTokenizer from_gguf = gguf_pretrained_tokenizer(gguf_tokenizer_metadata(file), gguf.string());
+  nlohmann::json cases = nlohmann::json::parse(read_file(dir / "cases.json"));
+  ASSERT_GE(cases.size(), 50u);
+  int wrong = 0;
+  for (const auto& c : cases) {
+    std::string text = c["text"];
+    Ids expected = c["ids"].get<Ids>();
+    for (const auto& [path, tokenizer] : {std::pair<const char*, const Tokenizer*>{"tokenizer.json", from_json.get()},
+                                          {"gguf", from_gguf.tokenizer.get()}}) {
+      Ids ids = tokenizer->encode(text, /*allow_special=*/true);
+      if (ids == expected) continue;
+      ++wrong;
+      ADD_FAILURE() << "nomic-bert-moe (" << path << "): encode(" << shown(text) << ") = " << nlohmann::json(ids).dump()
+                    << ", Hugging Face " << nlohmann::json(expected).dump();
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 // Every vocabulary of the sdist that has .inp/.out files.
 INSTANTIATE_TEST_SUITE_P(Sdist, LlamaCppVocab,
                          ::testing::Values("bert-bge", "command-r", "deepseek-coder", "deepseek-llm", "falcon",
