@@ -66,25 +66,14 @@ TokenizerPipeline llama_spm(const GgufTokenizerMetadata& m, const std::string& f
 // llama.cpp's UGM: the charsmap, extra whitespace removed, a leading ▁, Viterbi over the scored pieces.
 TokenizerPipeline t5_unigram(const GgufTokenizerMetadata& m, const std::string& file) {
   TokenizerPipeline p;
+  std::vector<NormalizerPtr> steps;
   if (!m.precompiled_charsmap.empty())
-    p.normalizer = make_precompiled_normalizer(m.precompiled_charsmap, file + ": tokenizer.ggml.precompiled_charsmap");
-  if (m.remove_extra_whitespaces.value_or(true)) {
-    json strip = {{"type", "Sequence"}, {"normalizers", {{{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}},
-                                                         {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}}}}};
-    if (p.normalizer) {
-      // Chain the charsmap and the whitespace rules.
-      struct Chain final : Normalizer {
-        NormalizerPtr first, second;
-        std::string normalize(std::string_view text) const override { return second->normalize(first->normalize(text)); }
-      };
-      auto chain = std::make_unique<Chain>();
-      chain->first = std::move(p.normalizer);
-      chain->second = normalizer_of(strip);
-      p.normalizer = std::move(chain);
-    } else {
-      p.normalizer = normalizer_of(strip);
-    }
-  }
+    steps.push_back(make_precompiled_normalizer(m.precompiled_charsmap, file + ": tokenizer.ggml.precompiled_charsmap"));
+  if (m.remove_extra_whitespaces.value_or(true))
+    steps.push_back(normalizer_of({{"type", "Sequence"},
+                                   {"normalizers", {{{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}},
+                                                    {{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}}}}}));
+  p.normalizer = make_normalizer_sequence(std::move(steps));
   bool prefix = m.add_space_prefix.value_or(true);
   p.pre_tokenizer = make_metaspace(kMetaspace, prefix ? "always" : "never", true);
   std::vector<std::pair<std::string, double>> pieces;

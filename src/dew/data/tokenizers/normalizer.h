@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,9 @@ using NormalizerPtr = std::unique_ptr<const Normalizer>;
 // One normalizer node (types: NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Prepend, Replace,
 // Precompiled, BertNormalizer, Sequence). Errors name fields.path, `where` and the value.
 NormalizerPtr read_normalizer(const JsonFields& fields, const nlohmann::json& node, const std::string& where);
+
+// The steps applied in order (a Sequence built in code).
+NormalizerPtr make_normalizer_sequence(std::vector<NormalizerPtr> steps);
 
 // SentencePiece's normalization rules (a Darts double-array trie and its strings; precompiled_charsmap.h).
 NormalizerPtr make_precompiled_normalizer(std::string charsmap, const std::string& where);

@@ -187,6 +187,10 @@ NormalizerPtr read_normalizer(const JsonFields& fields, const json& node, const 
   fields.unknown_type(where, type, names);
 }
 
+NormalizerPtr make_normalizer_sequence(std::vector<NormalizerPtr> steps) {
+  return std::make_unique<Sequence>(std::move(steps));
+}
+
 NormalizerPtr make_precompiled_normalizer(std::string charsmap, const std::string& where) {
   return std::make_unique<Precompiled>(charsmap, where);
 }
