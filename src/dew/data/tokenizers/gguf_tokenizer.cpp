@@ -33,8 +33,8 @@ std::string added_content(const std::string& token) {
 
 std::unique_ptr<BpeTokenizer> gguf_bpe_tokenizer(const GgufTokenizerMetadata& metadata, const std::string& file) {
   if (metadata.model != "gpt2")
-    fail(file, ": metadata 'tokenizer.ggml.model' is \"", metadata.model, "\"; only \"gpt2\" (byte-level BPE) "
-         "vocabularies are supported, not SentencePiece (\"llama\"), \"t5\", \"bert\" or others");
+    fail(file, ": metadata 'tokenizer.ggml.model' is \"", metadata.model, "\"; the byte-level BPE reader takes only "
+         "\"gpt2\" vocabularies (gguf_pretrained_tokenizer also reads llama, t5, bert and gemma4 ones)");
   GgufPreTokenizer pre = gguf_pre_tokenizer(metadata.pre, file);
   const std::size_t vocab = metadata.tokens.size();
   if (vocab == 0) fail(file, ": metadata 'tokenizer.ggml.tokens' is empty");
