@@ -12,10 +12,6 @@ namespace {
 constexpr std::int64_t kControlToken = 3;
 constexpr std::int64_t kUserDefinedToken = 4;
 
-bool one_of(const std::string& value, std::initializer_list<const char*> names) {
-  return std::any_of(names.begin(), names.end(), [&](const char* name) { return value == name; });
-}
-
 void check_id(const std::optional<TokenId>& id, const char* key, std::size_t vocab, const std::string& file) {
   if (id && (*id < 0 || static_cast<std::size_t>(*id) >= vocab))
     fail(file, ": metadata '", key, "' is ", *id, ", outside the vocabulary (tokenizer.ggml.tokens has ", vocab,
