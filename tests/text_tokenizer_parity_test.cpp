@@ -119,6 +119,14 @@ TEST(PipelineParity, PretrainedTokenizerAddsBosFromTemplate) {
   EXPECT_EQ(ids[0], 1);
 }
 
+// Hugging Face's Lowercase is Rust's char::to_lowercase per character: İ becomes i + U+0307, final sigma is not
+// special (outputs from tokenizers 0.23.3's normalize_str).
+TEST(PipelineParity, LowercaseIsRustsPerCharacterMapping) {
+  NormalizerPtr lower = read_normalizer(JsonFields{"t.json"}, json{{"type", "Lowercase"}}, "normalizer");
+  EXPECT_EQ(lower->normalize("\u0130STANBUL \u039F\u0394\u039F\u03A3 \u01C5 \u1E9E"),
+            "i\u0307stanbul \u03BF\u03B4\u03BF\u03C3 \u01C6 \u00DF");
+}
+
 TEST(PipelineParity, UnknownComponentTypeIsNamedWithTheSupportedOnes) {
   json spec = json::parse(read_file(fixture_dir() / "variants_base.json"));
   spec["normalizer"] = {{"type", "Squiggle"}};

@@ -67,6 +67,7 @@ std::string unicode_lowercase(std::string_view text) {
     char32_t c = utf8_char_at(text, pos, n);
     if (c < 0x80) out += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
     else if (n == 1 && c < 0x100 && (static_cast<unsigned char>(text[pos]) & 0x80)) out += text[pos];  // invalid byte
+    else if (c == 0x130) out += "i\xCC\x87";  // İ: Rust's one multi-character lowercase, i + U+0307
     else append_utf8(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
   }
   return out;

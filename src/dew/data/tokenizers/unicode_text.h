@@ -10,7 +10,8 @@ namespace dew::data {
 
 enum class NormalForm { NFC, NFD, NFKC, NFKD };
 std::string unicode_normalize(std::string_view text, NormalForm form);
-// Rust's str::to_lowercase per character (utf8proc's simple lowercase mapping).
+// Rust's char::to_lowercase per character, as Hugging Face's Lowercase applies it: utf8proc's simple mapping,
+// and U+0130 to "i" + U+0307 (its one multi-character mapping; no final-sigma rule, as per character).
 std::string unicode_lowercase(std::string_view text);
 // Drops combining marks (category Mn), as Hugging Face's StripAccents does after NFD.
 std::string strip_accents(std::string_view text);
