@@ -213,6 +213,7 @@ VARIANTS = {
     "nfkc_lowercase": {"normalizer": st(normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()]))},
     "nfd_strip_accents": {"normalizer": st(normalizers.Sequence([normalizers.NFD(), normalizers.StripAccents()]))},
     "nfkd": {"normalizer": st(normalizers.NFKD())},
+    "nmt_nfkc": {"normalizer": st(normalizers.Sequence([normalizers.Nmt(), normalizers.NFKC()]))},
     "strip_prepend_replace": {"normalizer": st(normalizers.Sequence([
         normalizers.Strip(left=True, right=True), normalizers.Prepend("x"), normalizers.Replace(Regex("[0-9]+"), "#")]))},
     "whitespace_split": {"pre_tokenizer": st(pre_tokenizers.WhitespaceSplit())},
@@ -248,7 +249,8 @@ VARIANTS = {
 
 
 # The variants share one vocabulary, so fewer texts show each component (and keep the fixture small).
-VARIANT_CASES = [CASES[i] for i in (2, 3, 5, 7, 8, 9, 11, 12, 15, 16, 17, 18, 23, 26, 31)]
+VARIANT_CASES = [CASES[i] for i in (2, 3, 5, 7, 8, 9, 11, 12, 15, 16, 17, 18, 23, 26, 31)] + [
+    "ctrl\x01\x1f\x7f zero\u200bwidth\ufeffbom line\u2028sep \u2581meta"]
 
 
 def cases_for(tok, texts=CASES):

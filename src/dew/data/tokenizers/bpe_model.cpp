@@ -134,10 +134,13 @@ class BpeModel final : public TokenModel {
   }
 
   // Whether merges can never join across a '▁' that follows another character: true when no token has
-  // such a '▁' (SentencePiece's split_by_whitespace vocabularies) and '▁' is a token. Then each stretch
+  // such a '▁' (SentencePiece's split_by_whitespace vocabularies), '▁' is a token, and there is no subword
+  // prefix or word suffix. Then each stretch
   // from one word start to the next is merged alone, which keeps the merge heap small on long text.
   void find_word_starts() {
     static const std::string marker = "\xE2\x96\x81";
+    // A subword prefix or word suffix depends on where the piece starts and ends: no cutting then.
+    if (!options_.continuing_subword_prefix.empty() || !options_.end_of_word_suffix.empty()) return;
     if (!vocabulary_.find(marker)) return;
     for (const std::string& token : vocabulary_.tokens)
       for (std::size_t at = token.find(marker, 1); at != std::string::npos; at = token.find(marker, at + 1))

@@ -19,7 +19,7 @@ class Normalizer {
 };
 using NormalizerPtr = std::unique_ptr<const Normalizer>;
 
-// One normalizer node (types: NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Prepend, Replace,
+// One normalizer node (types: NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Nmt, Prepend, Replace,
 // Precompiled, BertNormalizer, Sequence). Errors name fields.path, `where` and the value.
 NormalizerPtr read_normalizer(const JsonFields& fields, const nlohmann::json& node, const std::string& where);
 

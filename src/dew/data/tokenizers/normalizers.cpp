@@ -111,6 +111,25 @@ class BertNormalizer final : public Normalizer {
   bool clean_, chinese_, accents_, lower_;
 };
 
+// SentencePiece's nmt_nfkc clean-up without the NFKC: control characters dropped, odd spaces made ' '.
+class Nmt final : public Normalizer {
+ public:
+  std::string normalize(std::string_view text) const override {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t pos = 0, n = 0; pos < text.size(); pos += n) {
+      char32_t c = utf8_char_at(text, pos, n);
+      bool drop = (c >= 0x01 && c <= 0x08) || c == 0x0B || (c >= 0x0E && c <= 0x1F) || c == 0x7F || c == 0x8F || c == 0x9F;
+      bool space = c == 0x09 || c == 0x0A || c == 0x0C || c == 0x0D || c == 0x1680 || (c >= 0x200B && c <= 0x200F) ||
+                   c == 0x2028 || c == 0x2029 || c == 0x2581 || c == 0xFEFF || c == 0xFFFD;
+      if (drop) continue;
+      if (space) out += ' ';
+      else out.append(text.substr(pos, n));
+    }
+    return out;
+  }
+};
+
 class Sequence final : public Normalizer {
  public:
   explicit Sequence(std::vector<NormalizerPtr> steps) : steps_(std::move(steps)) {}
@@ -145,6 +164,7 @@ const std::vector<Row>& table() {
          return std::make_unique<Lowercase>(); }},
       {"StripAccents", [](const JsonFields&, const json&, const std::string&) -> NormalizerPtr {
          return std::make_unique<StripAccents>(); }},
+      {"Nmt", [](const JsonFields&, const json&, const std::string&) -> NormalizerPtr { return std::make_unique<Nmt>(); }},
       {"Strip", [](const JsonFields& f, const json& node, const std::string& where) -> NormalizerPtr {
          return std::make_unique<Strip>(f.boolean_or(node, "strip_left", true, where + ".strip_left"),
                                         f.boolean_or(node, "strip_right", true, where + ".strip_right")); }},
@@ -156,7 +176,8 @@ const std::vector<Row>& table() {
       {"Precompiled", [](const JsonFields& f, const json& node, const std::string& where) -> NormalizerPtr {
          std::string field = where + ".precompiled_charsmap";
          const json* charsmap = f.find(node, "precompiled_charsmap");
-         if (!charsmap) return std::make_unique<Sequence>(std::vector<NormalizerPtr>{});  // an empty charsmap
+         if (!charsmap || (charsmap->is_string() && charsmap->get_ref<const std::string&>().empty()))
+           return std::make_unique<Sequence>(std::vector<NormalizerPtr>{});  // no rules: text unchanged
          std::string blob;
          if (!base64_decode(f.string(*charsmap, field), blob)) f.fail_at(field, "is not valid base64");
          return std::make_unique<Precompiled>(blob, f.path + ": field '" + field + "'"); }},
