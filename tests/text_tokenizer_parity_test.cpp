@@ -109,6 +109,20 @@ TEST(PipelineParity, EachFixtureLoadsAsACheckpointTokenizer) {
   }
 }
 
+// What an HF export does with a checkpoint's tokenizer: written back, it reloads to the same ids and flags.
+TEST(PipelineParity, SavedCheckpointTokenizerReloadsTheSame) {
+  for (const char* name : {"llama2_spm", "t5_unigram", "bert_wordpiece"}) {
+    PretrainedTokenizer original = load_pretrained_tokenizer(fixture_dir() / name);
+    test::TempDir dir;
+    save_pretrained_tokenizer(original, dir.path());
+    PretrainedTokenizer again = load_pretrained_tokenizer(dir.path());
+    EXPECT_EQ(again.add_bos, original.add_bos) << name;
+    EXPECT_EQ(again.eos_id, original.eos_id) << name;
+    json cases = json::parse(read_file(fixture_dir() / name / "cases.json"));
+    EXPECT_EQ(check_cases(*again.tokenizer, cases, std::string(name) + " (saved)"), 0) << name;
+  }
+}
+
 TEST(PipelineParity, PretrainedTokenizerAddsBosFromTemplate) {
   PretrainedTokenizer llama = load_pretrained_tokenizer(fixture_dir() / "llama2_spm");
   EXPECT_TRUE(llama.add_bos);
