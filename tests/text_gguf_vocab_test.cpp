@@ -13,6 +13,7 @@
 
 #include "dew/core/atomic_file.h"
 #include "dew/data/tokenizers/gguf_tokenizer.h"
+#include "dew/data/tokenizers/pipeline_tokenizer.h"
 #include "dew/formats/gguf_file.h"
 
 namespace dew::data {
@@ -152,6 +153,32 @@ TEST(LlamaCppT5Vocab, TokenizerJsonAndGgufGiveHuggingFaceIds) {
     }
   }
   EXPECT_EQ(wrong, 0);
+}
+
+// tokenizer.ggml.add_bos_token / add_eos_token as the files say them: llama-spm adds BOS (1) and not EOS;
+// nomic-bert-moe (t5) adds both, BOS 0 first and EOS 2 last; llama-bpe says nothing, and Llama 3's pre name
+// means BOS (128000).
+TEST(LlamaCppVocabFlags, AddBosAndAddEosFollowTheFile) {
+  auto open = [](const std::string& name) {
+    fs::path gguf = vocab_dir() / ("ggml-vocab-" + name + ".gguf");
+    formats::GgufFile file(gguf);
+    return gguf_pretrained_tokenizer(gguf_tokenizer_metadata(file), gguf.string());
+  };
+  for (const char* name : {"llama-spm", "nomic-bert-moe", "llama-bpe"})
+    if (!fs::exists(vocab_dir() / ("ggml-vocab-" + std::string(name) + ".gguf")))
+      GTEST_SKIP() << name << "'s GGUF is absent: run scripts/setup.sh";
+  PretrainedTokenizer spm = open("llama-spm");
+  EXPECT_TRUE(spm.add_bos);
+  EXPECT_EQ(spm.bos_id, 1);
+  EXPECT_EQ(spm.encode("Hello").front(), 1);
+  const auto& spm_pipeline = dynamic_cast<const PipelineTokenizer&>(*spm.tokenizer);
+  EXPECT_EQ(spm_pipeline.add_special_tokens({15043}), (Ids{1, 15043}));
+  PretrainedTokenizer t5 = open("nomic-bert-moe");
+  const auto& t5_pipeline = dynamic_cast<const PipelineTokenizer&>(*t5.tokenizer);
+  EXPECT_EQ(t5_pipeline.add_special_tokens({100}), (Ids{0, 100, 2}));
+  PretrainedTokenizer bpe = open("llama-bpe");
+  EXPECT_TRUE(bpe.add_bos);
+  EXPECT_EQ(bpe.bos_id, 128000);
 }
 
 // Every vocabulary of the sdist that has .inp/.out files.
