@@ -3,6 +3,7 @@
 // bench/tokenize.sh runs it beside tiktoken and Hugging Face tokenizers on the same text and prints ratios.
 //
 //   tokenize_bench FILE [TOKENIZER=gpt2] [REPEATS=5]
+// TOKENIZER is what load_tokenizer takes, or a .gguf file (the tokenizer its metadata describes).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,7 +13,9 @@
 #include "dew/core/atomic_file.h"
 #include "dew/core/error.h"
 #include "dew/core/threads.h"
+#include "dew/data/tokenizers/gguf_tokenizer.h"
 #include "dew/data/tokenizers/tokenizer.h"
+#include "dew/formats/gguf_file.h"
 
 namespace {
 
@@ -37,7 +40,14 @@ int main(int argc, char** argv) {
   }
   try {
     std::string text = dew::read_file(argv[1]);
-    auto tokenizer = dew::data::load_tokenizer(argc > 2 ? argv[2] : "gpt2");
+    std::string spec = argc > 2 ? argv[2] : "gpt2";
+    std::unique_ptr<dew::data::Tokenizer> tokenizer;
+    if (spec.ends_with(".gguf")) {
+      dew::formats::GgufFile file(spec);
+      tokenizer = dew::data::gguf_pretrained_tokenizer(dew::data::gguf_tokenizer_metadata(file), spec).tokenizer;
+    } else {
+      tokenizer = dew::data::load_tokenizer(spec);
+    }
     int repeats = argc > 3 ? std::max(1, std::atoi(argv[3])) : 5;
     double mb = text.size() / 1e6;
     int threads = dew::available_threads();

@@ -11,6 +11,8 @@
 #   - the reference venv ($DEW_CACHE/venv-reference): torch (the wheel above), transformers, peft and gguf, pinned
 #     by tools/reference/roundtrip-requirements.txt, for the round trips in which they read dew's exports
 #     (scripts/test.sh names it in DEW_REFERENCE_PYTHON). Tests only;
+#   - llama.cpp's tokenizer tests: the vocabulary-only GGUF files with their .inp/.out cases from PyPI's
+#     llama-cpp-python sdist, unpacked into $DEW_CACHE/llama-vocabs (75 MB) for tests/text_gguf_vocab_test.cpp;
 #   - with DEW_CUDA_BUILD=1 only: LibTorch's CUDA half for the CUDA build (scripts/setup_cuda.sh, about 1.3 GB
 #     more; scripts/cuda_build.sh runs it itself).
 # A second run finds everything in place and returns in about a second.
@@ -27,7 +29,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 install_debian_packages() {
   local wanted=(cmake ninja-build ccache g++ pkg-config unzip python3-pip python3-venv
-                nlohmann-json3-dev libcli11-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev libstb-dev zlib1g-dev
+                nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libgtest-dev libgmock-dev libbenchmark-dev libstb-dev zlib1g-dev
                 libgoogle-perftools-dev libgloo-dev libcpp-httplib-dev dataset-fashion-mnist
                 r-base-core r-cran-janeaustenr)
   local missing=()
@@ -130,9 +132,30 @@ install_reference_venv() {
   touch "$marker"
 }
 
+# The sdist is the one bench/decode.sh builds llama.cpp from (same cache path), so it is downloaded once.
+LLAMA_CPP_VERSION=0.3.36
+LLAMA_VOCABS=$DEW_CACHE/llama-vocabs
+extract_llama_vocabs() {
+  local marker="$LLAMA_VOCABS/.complete-$LLAMA_CPP_VERSION"
+  if [ -f "$marker" ]; then log "llama.cpp vocabularies: $LLAMA_VOCABS"; return; fi
+  local dir=$DEW_CACHE/llama.cpp sdist=$DEW_CACHE/llama.cpp/llama_cpp_python-$LLAMA_CPP_VERSION.tar.gz
+  mkdir -p "$dir" "$LLAMA_VOCABS"
+  if [ ! -s "$sdist" ]; then
+    log "llama.cpp vocabularies: downloading the llama-cpp-python $LLAMA_CPP_VERSION sdist"
+    python3 -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+      "llama-cpp-python==$LLAMA_CPP_VERSION" -d "$dir"
+  fi
+  tar -xzf "$sdist" -C "$LLAMA_VOCABS" --strip-components=4 --wildcards \
+    "llama_cpp_python-$LLAMA_CPP_VERSION/vendor/llama.cpp/models/ggml-vocab-*"
+  rm -f "$LLAMA_VOCABS"/.complete-*
+  touch "$marker"
+  log "llama.cpp vocabularies: $LLAMA_VOCABS ($(ls "$LLAMA_VOCABS"/*.gguf | wc -l) files)"
+}
+
 install_debian_packages
 install_libtorch
 extract_corpus
+extract_llama_vocabs
 install_test_venv
 install_reference_venv
 if [ "${DEW_CUDA_BUILD:-0}" = 1 ]; then bash "$(dirname "$0")/setup_cuda.sh"; fi

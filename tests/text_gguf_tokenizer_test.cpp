@@ -97,10 +97,17 @@ TEST(GgufTokenizer, PreTokenizerNames) {
   GgufPreTokenizer llama3 = gguf_pre_tokenizer("llama-bpe", "f");
   EXPECT_TRUE(llama3.ignore_merges);
   EXPECT_TRUE(llama3.add_bos_default);
-  std::string message = error_of([] { gguf_pre_tokenizer("jais", "model.gguf"); });
+  // llama.cpp's names beyond those: DeepSeek's six regexes, Falcon's three, GPT-2's for olmo and phi-2.
+  EXPECT_EQ(gguf_pre_tokenizer("deepseek-llm", "f").split_patterns.size(), 6u);
+  EXPECT_EQ(gguf_pre_tokenizer("falcon", "f").split_patterns.size(), 3u);
+  EXPECT_EQ(gguf_pre_tokenizer("olmo", "f").split_patterns, std::vector<std::string>{std::string(kGpt2Pattern)});
+  EXPECT_EQ(gguf_pre_tokenizer("phi-2", "f").split_patterns, std::vector<std::string>{std::string(kGpt2Pattern)});
+  EXPECT_FALSE(gguf_pre_tokenizer("smaug-bpe", "f").ignore_merges);
+  std::string message = error_of([] { gguf_pre_tokenizer("klingon-bpe", "model.gguf"); });
   EXPECT_NE(message.find("model.gguf"), std::string::npos) << message;
   EXPECT_NE(message.find("tokenizer.ggml.pre"), std::string::npos) << message;
-  EXPECT_NE(message.find("\"jais\""), std::string::npos) << message;
+  EXPECT_NE(message.find("\"klingon-bpe\""), std::string::npos) << message;
+  EXPECT_NE(message.find("deepseek-coder"), std::string::npos) << message;
 }
 
 TEST(GgufTokenizer, BadMetadataNamesFileAndKey) {
@@ -124,6 +131,13 @@ TEST(GgufTokenizer, BadMetadataNamesFileAndKey) {
   m = tiny_metadata();
   m.pre.clear();
   expect_error(m, "tokenizer.ggml.pre");
+  // A model kind dew does not read is refused by name, listing the kinds it does.
+  m = tiny_metadata();
+  m.model = "rwkv";
+  std::string message = error_of([&] { gguf_pretrained_tokenizer(m, "bad.gguf"); });
+  EXPECT_NE(message.find("bad.gguf"), std::string::npos) << message;
+  EXPECT_NE(message.find("\"rwkv\""), std::string::npos) << message;
+  EXPECT_NE(message.find("t5"), std::string::npos) << message;
 }
 
 }  // namespace

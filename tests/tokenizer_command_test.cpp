@@ -130,5 +130,36 @@ TEST(TokenizerCommand, EncodeAndDecodeWithATrainedTokenizer) {
   EXPECT_NE(bad.output.find("5000"), std::string::npos) << bad.output;
 }
 
+std::string joined(const Json& ids) {
+  std::string line;
+  for (const Json& id : ids) line += (line.empty() ? "" : " ") + std::to_string(id.get<int>());
+  return line + "\n";
+}
+
+// Each tokenizer.json pipeline fixture (Llama 2 / Mistral SentencePiece BPE, T5 Unigram, BERT WordPiece,
+// Qwen 2 NFC + ByteLevel) through `dew tokenizer encode/decode`: ids as Hugging Face `tokenizers` gives them
+// (tests/fixtures/pipeline_tokenizers/*/cases.json), without and with the post-processor's special tokens.
+TEST(TokenizerCommand, EncodeAndDecodeWithEachPipelineFixture) {
+  for (const char* name : {"llama2_spm", "mistral_spm", "t5_unigram", "bert_wordpiece", "qwen2_bytelevel"}) {
+    fs::path dir = fixtures() / "pipeline_tokenizers" / name;
+    Json cases = Json::parse(read_text(dir / "cases.json"));
+    for (int index : {2, 10, 16}) {  // "Hello world", accents, full-width and ligatures
+      const Json& c = cases.at(index);
+      std::string text = c["text"];
+      std::string spec = "--tokenizer " + quote(dir.string()) + " --allow-special --text " + quote(text);
+      auto encoded = dew("tokenizer encode " + spec);
+      ASSERT_EQ(encoded.status, 0) << name << ": " << encoded.output;
+      EXPECT_EQ(encoded.output, joined(c["ids"])) << name << ": " << text;
+      auto with_special = dew("tokenizer encode --add-special-tokens " + spec);
+      EXPECT_EQ(with_special.output, joined(c["ids_with_special"])) << name << ": " << text;
+      std::string ids = joined(c["ids"]);
+      ids.pop_back();
+      auto decoded = dew("tokenizer decode --tokenizer " + quote(dir.string()) + " " + ids);
+      ASSERT_EQ(decoded.status, 0) << name << ": " << decoded.output;
+      EXPECT_EQ(decoded.output, c["decoded"].get<std::string>() + "\n") << name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dew::test

@@ -15,6 +15,7 @@
 #include "dew/core/interrupt.h"
 #include "dew/core/progress.h"
 #include "dew/data/tokenizers/bpe_trainer.h"
+#include "dew/data/tokenizers/pipeline_tokenizer.h"
 #include "dew/data/tokenizers/tokenizer.h"
 #include "dew/runs/tokenizer_source.h"
 
@@ -113,17 +114,23 @@ void add_train(CLI::App& parent) {
 void add_encode(CLI::App& parent) {
   struct Options {
     std::string tokenizer, text;
-    bool allow_special = false;
+    bool allow_special = false, add_special_tokens = false;
   };
   auto options = std::make_shared<Options>();
   auto* cmd = parent.add_subcommand("encode", "Print the ids of a text, space-separated");
   cmd->add_option("--tokenizer", options->tokenizer, "byte, gpt2, a tokenizer.json, a .gguf file, or a directory (tokenizer files, a run, token data)")->required();
   cmd->add_option("--text", options->text, "the text to encode")->required();
   cmd->add_flag("--allow-special", options->allow_special, "encode special tokens written in the text as their ids");
+  cmd->add_flag("--add-special-tokens", options->add_special_tokens,
+                "add the tokens a tokenizer.json post-processor (or GGUF add_bos/add_eos) puts around the text");
   cmd->callback([options] {
     auto tokenizer = runs::open_tokenizer(options->tokenizer).tokenizer;
+    std::vector<data::TokenId> ids = tokenizer->encode(options->text, options->allow_special);
+    if (options->add_special_tokens)
+      if (const auto* pipeline = dynamic_cast<const data::PipelineTokenizer*>(tokenizer.get()))
+        ids = pipeline->add_special_tokens(std::move(ids));
     std::string line;
-    for (auto id : tokenizer->encode(options->text, options->allow_special)) {
+    for (auto id : ids) {
       if (!line.empty()) line += ' ';
       line += std::to_string(id);
     }

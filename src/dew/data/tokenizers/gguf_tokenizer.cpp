@@ -12,10 +12,6 @@ namespace {
 constexpr std::int64_t kControlToken = 3;
 constexpr std::int64_t kUserDefinedToken = 4;
 
-bool one_of(const std::string& value, std::initializer_list<const char*> names) {
-  return std::any_of(names.begin(), names.end(), [&](const char* name) { return value == name; });
-}
-
 void check_id(const std::optional<TokenId>& id, const char* key, std::size_t vocab, const std::string& file) {
   if (id && (*id < 0 || static_cast<std::size_t>(*id) >= vocab))
     fail(file, ": metadata '", key, "' is ", *id, ", outside the vocabulary (tokenizer.ggml.tokens has ", vocab,
@@ -31,33 +27,10 @@ std::string added_content(const std::string& token) {
 
 }  // namespace
 
-GgufPreTokenizer gguf_pre_tokenizer(const std::string& pre, const std::string& file) {
-  GgufPreTokenizer out;
-  if (pre == "gpt2") {
-    out.split_patterns = {std::string(kGpt2Pattern)};
-  } else if (one_of(pre, {"smollm", "starcoder", "refact", "codeshell"})) {
-    out.split_patterns = {std::string(kEachDigitPattern), std::string(kGpt2Pattern)};
-  } else if (one_of(pre, {"qwen2", "deepseek-r1-qwen", "stablelm2"})) {
-    out.split_patterns = {std::string(kQwen2Pattern)};
-  } else if (one_of(pre, {"llama-bpe", "llama3", "llama-v3", "smaug-bpe", "falcon3"})) {
-    out.split_patterns = {std::string(kLlama3Pattern)};
-    out.ignore_merges = true;
-    out.add_bos_default = true;
-  } else if (pre.empty()) {
-    fail(file, ": metadata 'tokenizer.ggml.pre' is missing, so the pre-tokenizer the vocabulary was trained with "
-         "is unknown; supported: gpt2, smollm, starcoder, qwen2, deepseek-r1-qwen, llama-bpe, llama3");
-  } else {
-    fail(file, ": metadata 'tokenizer.ggml.pre' is \"", pre, "\", a pre-tokenizer dew does not know; supported: "
-         "gpt2, smollm, starcoder, refact, codeshell, qwen2, deepseek-r1-qwen, stablelm2, llama-bpe, llama3, "
-         "llama-v3, smaug-bpe, falcon3");
-  }
-  return out;
-}
-
 std::unique_ptr<BpeTokenizer> gguf_bpe_tokenizer(const GgufTokenizerMetadata& metadata, const std::string& file) {
   if (metadata.model != "gpt2")
-    fail(file, ": metadata 'tokenizer.ggml.model' is \"", metadata.model, "\"; only \"gpt2\" (byte-level BPE) "
-         "vocabularies are supported, not SentencePiece (\"llama\"), \"t5\", \"bert\" or others");
+    fail(file, ": metadata 'tokenizer.ggml.model' is \"", metadata.model, "\"; the byte-level BPE reader takes only "
+         "\"gpt2\" vocabularies (gguf_pretrained_tokenizer also reads llama, t5, bert and gemma4 ones)");
   GgufPreTokenizer pre = gguf_pre_tokenizer(metadata.pre, file);
   const std::size_t vocab = metadata.tokens.size();
   if (vocab == 0) fail(file, ": metadata 'tokenizer.ggml.tokens' is empty");
@@ -98,9 +71,12 @@ std::unique_ptr<BpeTokenizer> gguf_bpe_tokenizer(const GgufTokenizerMetadata& me
 
 PretrainedTokenizer gguf_pretrained_tokenizer(const GgufTokenizerMetadata& metadata, const std::string& file) {
   PretrainedTokenizer out;
-  auto bpe = gguf_bpe_tokenizer(metadata, file);
+  bool byte_level = metadata.model == "gpt2";
+  out.tokenizer = byte_level ? gguf_bpe_tokenizer(metadata, file) : gguf_pipeline_tokenizer(metadata, file);
   auto text_of = [&](const std::optional<TokenId>& id) {
-    return id ? added_content(metadata.tokens[static_cast<std::size_t>(*id)]) : std::string();
+    if (!id) return std::string();
+    const std::string& token = metadata.tokens.at(static_cast<std::size_t>(*id));
+    return byte_level ? added_content(token) : token;
   };
   out.bos_id = metadata.bos_id;
   out.eos_id = metadata.eos_id;
@@ -108,7 +84,9 @@ PretrainedTokenizer gguf_pretrained_tokenizer(const GgufTokenizerMetadata& metad
   out.bos_token = text_of(metadata.bos_id);
   out.eos_token = text_of(metadata.eos_id);
   out.pad_token = text_of(metadata.pad_id);
-  out.add_bos = metadata.add_bos.value_or(gguf_pre_tokenizer(metadata.pre, file).add_bos_default);
+  // llama.cpp's defaults when the file does not say: SentencePiece and gemma4 add BOS, BPE as its pre says.
+  out.add_bos = metadata.add_bos.value_or(byte_level ? gguf_pre_tokenizer(metadata.pre, file).add_bos_default
+                                                     : metadata.model == "llama" || metadata.model == "gemma4");
   if (out.add_bos && !out.bos_id)
     fail(file, ": metadata 'tokenizer.ggml.add_bos_token' is true but 'tokenizer.ggml.bos_token_id' is missing");
   for (const auto& id : {metadata.eos_id, metadata.eot_id, metadata.eom_id})
@@ -117,7 +95,6 @@ PretrainedTokenizer gguf_pretrained_tokenizer(const GgufTokenizerMetadata& metad
   if (metadata.chat_template && !metadata.chat_template->empty())
     out.chat_template.emplace(*metadata.chat_template, file + ": tokenizer.chat_template");
   out.model_max_length = metadata.context_length;
-  out.tokenizer = std::move(bpe);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include "dew/core/error.h"
 #include "dew/data/tokenizers/bpe_tokenizer.h"
 #include "dew/data/tokenizers/byte_tokenizer.h"
+#include "dew/data/tokenizers/pipeline_tokenizer.h"
 #include "dew/data/tokenizers/tokenizer.h"
 #include "dew/data/tokenizers/tokenizer_json.h"
 
@@ -46,6 +47,25 @@ std::unique_ptr<BpeTokenizer> load_bpe_tokenizer(const std::string& spec) {
   return std::make_unique<BpeTokenizer>(std::move(definition), name);
 }
 
+namespace {
+
+// Any tokenizer.json through the general pipeline, its EOS from tokenizer_config.json when that names one.
+std::unique_ptr<Tokenizer> load_pipeline_tokenizer(const fs::path& path, const std::string& name) {
+  TokenizerPipeline pipeline = read_tokenizer_pipeline(read_file(path), path.string());
+  fs::path config = path.parent_path() / "tokenizer_config.json";
+  if (fs::exists(config))
+    if (auto eos = parse_eos_token(read_file(config), config.string())) {
+      for (const AddedTokenSpec& added : pipeline.added_tokens)
+        if (added.content == *eos) pipeline.eos_id = added.id;
+      if (!pipeline.eos_id) pipeline.eos_id = pipeline.model->vocabulary().find(*eos);
+      if (!pipeline.eos_id)
+        fail(config.string(), ": eos_token '", *eos, "' is neither an added token nor a vocabulary token");
+    }
+  return std::make_unique<PipelineTokenizer>(std::move(pipeline), name);
+}
+
+}  // namespace
+
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& spec) {
   if (spec == "byte") return std::make_unique<ByteTokenizer>();
   fs::path path(spec);
@@ -53,7 +73,16 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& spec) {
     // A directory written by ByteTokenizer::save (for example a dew tokenize output).
     return std::make_unique<ByteTokenizer>();
   }
-  return load_bpe_tokenizer(spec);
+  fs::path json_path = fs::is_directory(path) ? path / "tokenizer.json" : path;
+  if (spec == "gpt2" || !fs::is_regular_file(json_path)) return load_bpe_tokenizer(spec);
+  // Byte-level BPE files take the fast path (BpeTokenizer, which also saves and exports to GGUF); whatever
+  // that path refuses (normalizers, SentencePiece, Unigram, WordPiece, ...) goes through the general
+  // pipeline, whose errors name the component it cannot read.
+  try {
+    return load_bpe_tokenizer(spec);
+  } catch (const Error&) {
+  }
+  return load_pipeline_tokenizer(json_path, spec);
 }
 
 }  // namespace dew::data

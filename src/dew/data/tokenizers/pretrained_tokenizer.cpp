@@ -5,6 +5,7 @@
 #include "dew/core/atomic_file.h"
 #include "dew/core/error.h"
 #include "dew/data/tokenizers/bpe_tokenizer.h"
+#include "dew/data/tokenizers/pipeline_tokenizer.h"
 
 namespace dew::data {
 namespace {
@@ -40,6 +41,8 @@ TokenId token_id(const Tokenizer& tokenizer, const Json& added_decoder, const st
     for (const AddedToken& added : bpe->definition().added_tokens)
       if (added.content == text) return added.id;
   }
+  if (const auto* pipeline = dynamic_cast<const PipelineTokenizer*>(&tokenizer))
+    if (auto id = pipeline->token_to_id(text)) return *id;
   std::vector<TokenId> ids = tokenizer.encode(text, /*allow_special=*/true);
   if (ids.size() == 1) return ids[0];
   if (added_decoder.is_object())
@@ -151,6 +154,8 @@ PretrainedTokenizer load_pretrained_tokenizer(const fs::path& dir) {
     out.add_bos = it->get<bool>();
   } else if (const auto* bpe = dynamic_cast<const BpeTokenizer*>(&tokenizer)) {
     out.add_bos = post_processor_adds(bpe->definition().post_processor_json, out.bos_token);
+  } else if (const auto* pipeline = dynamic_cast<const PipelineTokenizer*>(&tokenizer)) {
+    out.add_bos = post_processor_adds(pipeline->post_processor_json(), out.bos_token);
   }
 
   if (auto it = config.find("model_max_length"); it != config.end() && it->is_number()) {
