@@ -5,7 +5,9 @@
 #include "dew/core/error.h"
 #include "dew/interop/gguf_model.h"
 #include "dew/interop/hf_config.h"
+#include "dew/interop/generation_config.h"
 #include "dew/interop/hf_model.h"
+#include "dew/runs/hub_cache.h"
 #include "dew/runs/run_kind.h"
 #include "dew/runs/run_directory.h"
 #include "dew/runs/tokenizer_source.h"
@@ -39,7 +41,8 @@ ModelSourceKind detect_model_source(const fs::path& path) {
 }
 
 
-ModelSource resolve_model_source(const fs::path& path) {
+ModelSource resolve_model_source(const fs::path& model) {
+  const fs::path path = resolve_model_argument(model.string());
   ModelSource source{.path = path, .kind = detect_model_source(path), .run = std::nullopt};
   if (source.kind == ModelSourceKind::run) source.run = read_run_file(path);
   return source;
@@ -73,6 +76,7 @@ LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions&
       out.model = hf.model;
       out.model_type = hf.model_type;
       out.tokenizer = open_tokenizer(path.string());
+      out.generation = interop::read_generation_defaults(path);
       out.description = str("Hugging Face ", hf.model_type, " checkpoint '", path.string(), "'");
       break;
     }
@@ -81,6 +85,7 @@ LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions&
       out.model = gguf.model;
       out.model_type = gguf.architecture;
       out.tokenizer = std::move(gguf.tokenizer);
+      out.generation = interop::read_generation_defaults(path);
       out.description = str("GGUF ", gguf.architecture, " model '", path.string(), "'");
       break;
     }

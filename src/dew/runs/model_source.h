@@ -5,6 +5,8 @@
 //   a Hugging Face directory (config.json + model.safetensors or a sharded index, and its tokenizer files)
 //   a GGUF file          (*.gguf: weights dequantized, or kept quantized with weights = native;
 //                         tokenizer and chat template from its metadata)
+//   a Hub name           (org/name[@revision], when no such path exists: the snapshot directory in the local
+//                         Hugging Face cache, runs/hub_cache.h; offline, nothing is downloaded)
 //
 // The model comes back on the requested device in eval mode, with the tokenizer it was trained with.
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "dew/data/tokenizers/pretrained_tokenizer.h"
+#include "dew/interop/generation_config.h"
 #include "dew/nn/causal_transformer.h"
 #include "dew/nn/quantized_weights.h"
 #include "dew/runs/run_directory.h"
@@ -41,6 +44,9 @@ struct LoadedModel {
   ModelSourceKind kind = ModelSourceKind::run;
   std::string model_type;   // the Hugging Face family to export as ("llama", "qwen3", ...)
   std::string description;  // for logs: which file and checkpoint were read
+  // The sampling the checkpoint recommends (generation_config.json, a GGUF's general.sampling.*); empty for
+  // runs.
+  interop::GenerationDefaults generation;
 };
 
 // MODEL resolved once: which of the three it is and, for a run, its run.json. The steps after it (the
@@ -50,6 +56,7 @@ struct ModelSource {
   ModelSourceKind kind = ModelSourceKind::run;
   std::optional<RunFile> run;  // kind run: its run.json, read once
 };
+// A Hub name (runs/hub_cache.h) becomes its snapshot directory first.
 ModelSource resolve_model_source(const std::filesystem::path& path);
 
 LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions& options = {});

@@ -7,6 +7,7 @@
 #include "dew/data/token_files.h"
 #include "dew/formats/gguf_file.h"
 #include "dew/interop/gguf_model.h"
+#include "dew/runs/hub_cache.h"
 #include "dew/runs/run_directory.h"
 
 namespace fs = std::filesystem;
@@ -35,7 +36,9 @@ data::PretrainedTokenizer open_run_tokenizer(const fs::path& run_dir, const std:
   return plain_tokenizer(data::load_tokenizer(copy.string()));
 }
 
-data::PretrainedTokenizer open_tokenizer(const std::string& spec) {
+data::PretrainedTokenizer open_tokenizer(const std::string& argument) {
+  // org/name[@revision] that is no path: the checkpoint's snapshot in the local Hub cache.
+  const std::string spec = resolve_model_argument(argument).string();
   const fs::path path = spec;
   std::error_code ec;
   if (fs::is_regular_file(path, ec) && path.extension() == ".gguf") {
