@@ -135,7 +135,8 @@ TEST(GenerationConfig, GgufSamplingMetadataAsLlamaCppWritesIt) {
 TEST(GenerationConfig, ServeRequestsThatOmitAFieldGetTheModelsDefault) {
   dew::serve::RequestDefaults defaults{.temperature = 0.7, .top_p = 0.8, .top_k = 20, .min_p = 0.05,
                                        .repetition_penalty = 1.05, .max_tokens = 300};
-  nlohmann::json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  nlohmann::json body = nlohmann::json::object();
+  body["messages"] = nlohmann::json::array({nlohmann::json{{"role", "user"}, {"content", "hi"}}});
   auto omitted = dew::serve::parse_chat_request(body, {}, defaults);
   EXPECT_EQ(omitted.temperature, 0.7);
   EXPECT_EQ(omitted.top_p, 0.8);
@@ -149,5 +150,5 @@ TEST(GenerationConfig, ServeRequestsThatOmitAFieldGetTheModelsDefault) {
   EXPECT_EQ(given.top_k, 0);
   EXPECT_EQ(given.top_p, 0.8);
   // Without defaults, OpenAI's.
-  EXPECT_EQ(dew::serve::parse_completion_request({{"prompt", "x"}}).temperature, 1.0);
+  EXPECT_EQ(dew::serve::parse_completion_request(nlohmann::json{{"prompt", "x"}}).temperature, 1.0);
 }

@@ -1,5 +1,6 @@
 #include "dew/cli/sampling_defaults.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "dew/core/error.h"
