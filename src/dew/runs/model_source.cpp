@@ -72,11 +72,11 @@ LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions&
       return out;
     }
     case ModelSourceKind::hugging_face: {
+      out.generation = interop::read_generation_defaults(path);  // a bad file is refused before the weights load
       auto hf = interop::load_hf_model(path);
       out.model = hf.model;
       out.model_type = hf.model_type;
       out.tokenizer = open_tokenizer(path.string());
-      out.generation = interop::read_generation_defaults(path);
       out.description = str("Hugging Face ", hf.model_type, " checkpoint '", path.string(), "'");
       break;
     }
