@@ -4,6 +4,8 @@
 
 #include "dew/formats/gguf_writer.h"
 #include "dew/interop/generation_config.h"
+#include "dew/runs/tokenizer_source.h"
+#include "dew/serve/job_builder.h"
 #include "dew/serve/openai_request.h"
 #include "test_support.h"
 
@@ -151,4 +153,15 @@ TEST(GenerationConfig, ServeRequestsThatOmitAFieldGetTheModelsDefault) {
   EXPECT_EQ(given.top_p, 0.8);
   // Without defaults, OpenAI's.
   EXPECT_EQ(dew::serve::parse_completion_request(nlohmann::json{{"prompt", "x"}}).temperature, 1.0);
+}
+
+TEST(GenerationConfig, ServeMaxTokensDefaultsToTheModelsBudgetWhereItFits) {
+  auto tokenizer = dew::runs::open_tokenizer("byte");
+  dew::serve::ServedModel model{"m", &tokenizer, tokenizer.tokenizer->vocab_size(), 16, {.max_tokens = 5}};
+  auto request = dew::serve::parse_completion_request(nlohmann::json{{"prompt", "abcd"}}, {}, model.defaults);
+  EXPECT_EQ(dew::serve::build_job(request, model).job->requests[0].sampling.max_new_tokens, 5);
+  model.defaults.max_tokens = 100;  // more than the context leaves: up to the context (16 - 4 prompt bytes)
+  EXPECT_EQ(dew::serve::build_job(request, model).job->requests[0].sampling.max_new_tokens, 12);
+  request.max_tokens = 7;  // the request's own wins
+  EXPECT_EQ(dew::serve::build_job(request, model).job->requests[0].sampling.max_new_tokens, 7);
 }
