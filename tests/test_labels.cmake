@@ -15,7 +15,7 @@
 # several labels.
 
 set(DEW_LABEL_PATTERNS_cli
-    "^(TrainCommand|TokenizeCommand|TokenizerCommand|ModelCommands|GrpoTrainCommand|VersionCommand|ImageRuns)\\."
+    "^(TrainCommand|TokenizeCommand|TokenizerCommand|ModelCommands|SamplingDefaultsCommands|GrpoTrainCommand|VersionCommand|ImageRuns)\\."
     "^PostTrainingRuns\\.(SftOnChatJsonlLearnsTheAnswersAndServesLikeAnyRun|SftWithLoraCheckpointsOnlyAdaptersAndExportsThem)$"
     "^PostTrainingRuns\\.(DpoStartsAtLogTwoAndLearnsThePreference|BadJsonlLinesAreRefusedBeforeAnythingIsWritten)$"
     "^PostTrainingRuns\\.GrpoWithLoraTrainsAdaptersAgainstItsBase$"

@@ -1,6 +1,7 @@
 // `dew chat MODEL`: answer with the model's chat template. With --prompt, one answer; without, an
 // interactive conversation on stdin (one user message per line; /reset starts over, /exit or EOF ends)
 // that keeps every turn, dropping the oldest turns (never the system message) when the context is full.
+// Sampling as the checkpoint recommends, flags overriding it (cli/sampling_defaults.h).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "dew/core/error.h"
 #include "dew/core/interrupt.h"
 #include "dew/cli/decoding.h"
+#include "dew/cli/sampling_defaults.h"
 #include "dew/runs/model_source.h"
 
 namespace dew::cli {
@@ -24,16 +26,15 @@ struct ChatFlags {
   std::optional<std::string> prompt;  // absent: interactive; given (even empty): one answer
   inference::Sampling sampling{.temperature = 0.0, .max_new_tokens = 256};
   MaskedFlags masked;
+  SamplingChoiceFlags choice;
 };
 
 class Conversation {
  public:
-  Conversation(runs::LoadedModel& loaded, const inference::Sampling& sampling, const MaskedFlags& masked,
-               const std::string& system)
-      : loaded_(loaded), sampling_(sampling), masked_(masked) {
+  Conversation(runs::LoadedModel& loaded, SamplingInForce sampling, const MaskedFlags& masked, const std::string& system)
+      : loaded_(loaded), sampling_(std::move(sampling)), masked_(masked) {
     if (!system.empty()) messages_.push_back({{"role", "system"}, {"content", system}});
     system_messages_ = messages_.size();
-    sampling_.eos_ids.assign(loaded.tokenizer.stop_ids.begin(), loaded.tokenizer.stop_ids.end());
   }
 
   void reset() { messages_.erase(messages_.begin() + static_cast<std::ptrdiff_t>(system_messages_), messages_.end()); }
@@ -56,8 +57,9 @@ class Conversation {
       std::fprintf(stderr, "note: the conversation outgrew the context (%lld tokens); dropped the oldest message\n",
                    static_cast<long long>(context));
     }
-    inference::Sampling sampling = sampling_;
-    sampling.max_new_tokens = std::min<std::int64_t>(sampling.max_new_tokens, context - static_cast<std::int64_t>(ids.size()));
+    inference::Sampling sampling = sampling_.sampling;
+    const auto length = static_cast<std::int64_t>(ids.size());
+    sampling.max_new_tokens = std::min<std::int64_t>(sampling_.budget(length), context - length);
     std::vector<std::vector<std::int32_t>> prompts{{ids.begin(), ids.end()}};
     auto out = continue_prompts(loaded_, prompts, sampling, masked_);
     std::vector<data::TokenId> reply(out.tokens[0].begin(), out.tokens[0].end());
@@ -69,7 +71,7 @@ class Conversation {
 
  private:
   runs::LoadedModel& loaded_;
-  inference::Sampling sampling_;
+  SamplingInForce sampling_;
   MaskedFlags masked_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
   std::size_t system_messages_ = 0;
@@ -83,10 +85,17 @@ void add_chat_command(CLI::App& app) {
   cmd->add_option("--prompt", flags->prompt, "one user message: print the answer and exit (default: interactive on stdin)");
   cmd->add_option("--system", flags->system, "a system message placed first in the conversation");
   add_sampling_options(cmd, flags->sampling);
+  add_sampling_choice_options(cmd, flags->choice);
   add_masked_sampling_options(cmd, flags->masked);
 
-  cmd->callback([flags] {
+  cmd->callback([flags, cmd] {
     check_sampling_flags(flags->sampling);
+    if (flags->choice.print) {
+      auto checkpoint = read_checkpoint_sampling(flags->model.model);
+      auto in_force = sampling_in_force(*cmd, flags->sampling, flags->choice, checkpoint.generation, checkpoint.stop_ids);
+      std::printf("%s", describe_sampling(in_force, checkpoint.description).c_str());
+      return;
+    }
     if (flags->prompt && flags->prompt->empty()) {
       fail("--prompt is empty; give a message, or leave --prompt out to chat interactively");
     }
@@ -96,7 +105,10 @@ void add_chat_command(CLI::App& app) {
       fail("'", flags->model.model, "' has no chat template (", loaded.description,
            "); use `dew generate` to continue plain text");
     }
-    Conversation chat(loaded, flags->sampling, flags->masked, flags->system);
+    Conversation chat(loaded,
+                      sampling_in_force(*cmd, flags->sampling, flags->choice,
+                                        usable_by(loaded.generation, loaded.model->config().causal), loaded.tokenizer.stop_ids),
+                      flags->masked, flags->system);
     if (flags->prompt) {
       std::printf("%s\n", chat.answer(*flags->prompt).c_str());
       return;

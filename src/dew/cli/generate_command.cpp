@@ -1,6 +1,8 @@
 // `dew generate MODEL --prompt TEXT`: continue prompts with a model (a run directory: the EMA weights unless
 // --live; a Hugging Face checkpoint directory; a GGUF file), encoding and decoding with the model's own
-// tokenizer (BOS added where the tokenizer asks for it). Greedy unless --temperature > 0. Masked-diffusion
+// tokenizer (BOS added where the tokenizer asks for it). Sampling as the checkpoint's generation_config.json
+// (or GGUF metadata) recommends, each flag overriding its setting, greedy when neither asks for sampling
+// (cli/sampling_defaults.h; --print-sampling shows what is in force). Masked-diffusion
 // models (MDLM runs, LLaDA, Dream) refine the whole continuation with the Unmask sampler (cli/decoding.h).
 #include <cstdio>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "dew/cli/commands.h"
 #include "dew/cli/decoding.h"
 #include "dew/cli/model_options.h"
+#include "dew/cli/sampling_defaults.h"
 #include "dew/core/error.h"
 #include "dew/core/interrupt.h"
 #include "dew/inference/generate.h"
@@ -24,6 +27,7 @@ struct GenerateFlags {
   std::vector<std::string> prompts;
   inference::Sampling sampling{.temperature = 0.0};
   MaskedFlags masked;
+  SamplingChoiceFlags choice;
   bool json = false, no_eos = false;
 };
 }  // namespace
@@ -32,21 +36,31 @@ void add_generate_command(CLI::App& app) {
   auto flags = std::make_shared<GenerateFlags>();
   auto* cmd = app.add_subcommand("generate", "Continue text with a model (a run, a Hugging Face directory or a GGUF file)");
   add_model_options(cmd, flags->model);
-  cmd->add_option("--prompt", flags->prompts, "text to continue (repeatable: prompts are generated as one batch)")
-      ->required();
+  cmd->add_option("--prompt", flags->prompts, "text to continue (repeatable: prompts are generated as one batch)");
   add_sampling_options(cmd, flags->sampling);
+  add_sampling_choice_options(cmd, flags->choice);
   cmd->add_option("--n", flags->sampling.n, "continuations per prompt (1)");
   add_masked_sampling_options(cmd, flags->masked);
   cmd->add_flag("--no-eos", flags->no_eos, "do not stop at the tokenizer's end-of-text token");
   cmd->add_flag("--json", flags->json, "print one JSON object per continuation (text, tokens, logprobs)");
 
-  cmd->callback([flags] {
+  cmd->callback([flags, cmd] {
+    if (flags->prompts.empty() && !flags->choice.print) {
+      fail("--prompt is required: give the text to continue (or --print-sampling to see the sampling settings)");
+    }
     {
       // --max-new-tokens 0 asks a masked-diffusion model for the prompt back and no refinement; whether the
       // model is one is known once it is loaded.
       inference::Sampling checked = flags->sampling;
       if (checked.max_new_tokens == 0) checked.max_new_tokens = 1;
       check_sampling_flags(checked);
+    }
+    if (flags->choice.print) {
+      auto checkpoint = read_checkpoint_sampling(flags->model.model);
+      auto in_force = sampling_in_force(*cmd, flags->sampling, flags->choice, checkpoint.generation, checkpoint.stop_ids,
+                                        flags->no_eos);
+      std::printf("%s", describe_sampling(in_force, checkpoint.description).c_str());
+      return;
     }
     exit_on_interrupt();  // writes nothing that needs cleaning up: Ctrl-C ends it at once
     auto loaded = load_model(flags->model);
@@ -56,8 +70,10 @@ void add_generate_command(CLI::App& app) {
     }
     const auto& tokenizer = loaded.tokenizer.tokenizer;
     const std::int64_t context = loaded.model->config().max_seq_len;
-    inference::Sampling sampling = flags->sampling;
-    if (!flags->no_eos) sampling.eos_ids.assign(loaded.tokenizer.stop_ids.begin(), loaded.tokenizer.stop_ids.end());
+    const auto in_force = sampling_in_force(*cmd, flags->sampling, flags->choice,
+                                            usable_by(loaded.generation, loaded.model->config().causal),
+                                            loaded.tokenizer.stop_ids, flags->no_eos);
+    inference::Sampling sampling = in_force.sampling;
 
     std::vector<std::vector<std::int32_t>> prompts;
     std::int64_t longest = 0;
@@ -71,6 +87,7 @@ void add_generate_command(CLI::App& app) {
       longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(ids.size()));
       prompts.emplace_back(ids.begin(), ids.end());
     }
+    sampling.max_new_tokens = in_force.budget(longest);
     if (sampling.max_new_tokens > context - longest) {  // (longest + max_new_tokens could overflow)
       const std::int64_t fits = context - longest;
       std::fprintf(stderr, "note: --max-new-tokens %lld lowered to %lld: the longest prompt is %lld tokens and the "

@@ -18,6 +18,7 @@
 #include "dew/core/error.h"
 #include "dew/core/interrupt.h"
 #include "dew/inference/engine.h"
+#include "dew/runs/hub_cache.h"
 #include "dew/serve/http_server.h"
 #include "dew/serve/job_builder.h"
 #include "dew/serve/server_metrics.h"
@@ -47,9 +48,11 @@ struct ServeFlags {
 };
 
 // The model's id in the API: --served-model-name, else what MODEL names (a GGUF's file name without
-// .gguf, a directory's last component), as clients usually write it.
+// .gguf, a directory's last component, a Hub name's org/name), as clients usually write it.
 std::string served_name(const ServeFlags& flags) {
   if (!flags.served_model_name.empty()) return flags.served_model_name;
+  // A Hub name is served under that name (without @revision), as vLLM does.
+  if (runs::names_hub_model(flags.model.model)) return runs::parse_hub_name(flags.model.model)->repo;
   std::filesystem::path path(flags.model.model);
   while (path.has_parent_path() && path.filename().empty()) path = path.parent_path();  // "dir/" -> "dir"
   std::string name = path.filename().string();
@@ -80,6 +83,24 @@ std::optional<std::string> api_key_from_environment() {
          "to serve without one");
   }
   return std::string(env);
+}
+
+// What a request that leaves a sampling field out gets: the checkpoint's recommendation (generation_config.json,
+// GGUF metadata) where it makes one, else OpenAI's default. Said once on stderr so the operator knows.
+serve::RequestDefaults request_defaults(const interop::GenerationDefaults& checkpoint) {
+  serve::RequestDefaults out;
+  if (checkpoint.empty()) return out;
+  out.temperature = checkpoint.temperature.value_or(out.temperature);
+  out.top_p = checkpoint.top_p.value_or(out.top_p);
+  out.top_k = checkpoint.top_k.value_or(out.top_k);
+  out.min_p = checkpoint.min_p.value_or(out.min_p);
+  out.repetition_penalty = checkpoint.repetition_penalty.value_or(out.repetition_penalty);
+  out.max_tokens = checkpoint.max_new_tokens;
+  std::fprintf(stderr, "dew serve: requests that leave them out get temperature %g, top_p %g, top_k %lld, min_p %g, "
+               "repetition_penalty %g%s (from %s)\n", out.temperature, out.top_p, static_cast<long long>(out.top_k),
+               out.min_p, out.repetition_penalty,
+               out.max_tokens ? str(", max_tokens ", *out.max_tokens).c_str() : "", checkpoint.source.c_str());
+  return out;
 }
 
 // The shutdown: new completions get 503, running ones get `grace` seconds, then the rest are cancelled and
@@ -150,7 +171,8 @@ void add_serve_command(CLI::App& app) {
     const double cache_gib = 2.0 * static_cast<double>(config.num_layers * config.resolved_kv_heads() * config.resolved_head_dim()) *
                              static_cast<double>(c10::elementSize(loaded.model->compute_dtype())) *
                              static_cast<double>(f.max_batch * context) / (1024.0 * 1024.0 * 1024.0);
-    serve::ServedModel model{served_name(f), &loaded.tokenizer, config.vocab_size, context};
+    serve::ServedModel model{served_name(f), &loaded.tokenizer, config.vocab_size, context,
+                             request_defaults(loaded.generation)};
     serve::ServerMetrics metrics;
     serve::ServingLoop loop(engine, metrics, f.max_batch + f.max_queue);
     serve::HttpOptions http_options{.host = f.host,

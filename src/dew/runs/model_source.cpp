@@ -5,8 +5,11 @@
 #include "dew/core/error.h"
 #include "dew/interop/gguf_model.h"
 #include "dew/interop/hf_config.h"
+#include "dew/interop/generation_config.h"
 #include "dew/interop/hf_model.h"
+#include "dew/runs/hub_cache.h"
 #include "dew/runs/run.h"
+#include "dew/runs/run_kind.h"
 #include "dew/runs/run_directory.h"
 #include "dew/runs/tokenizer_source.h"
 #include "dew/nn/device.h"
@@ -38,7 +41,9 @@ std::optional<ModelSource> find_model_source(const fs::path& path) {
   return std::nullopt;
 }
 
-ModelSource resolve_model_source(const fs::path& path) {
+ModelSource resolve_model_source(const fs::path& model) {
+  // org/name[@revision] that is no path: the checkpoint's snapshot in the local Hub cache.
+  const fs::path path = resolve_model_argument(model.string());
   if (auto source = find_model_source(path)) return *std::move(source);
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) {
@@ -74,6 +79,7 @@ LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions&
       return out;
     }
     case ModelSourceKind::hugging_face: {
+      out.generation = interop::read_generation_defaults(path);  // a bad file is refused before the weights load
       auto hf = interop::load_hf_model(path);
       out.model = hf.model;
       out.model_type = hf.model_type;
@@ -86,6 +92,7 @@ LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions&
       out.model = gguf.model;
       out.model_type = gguf.architecture;
       out.tokenizer = std::move(gguf.tokenizer);
+      out.generation = interop::read_generation_defaults(path);
       out.description = str("GGUF ", gguf.architecture, " model '", path.string(), "'");
       break;
     }

@@ -5,6 +5,8 @@
 //   a Hugging Face directory (config.json + model.safetensors or a sharded index, and its tokenizer files)
 //   a GGUF file          (*.gguf: weights dequantized, or kept quantized with weights = native;
 //                         tokenizer and chat template from its metadata)
+//   a Hub name           (org/name[@revision], when no such path exists: the snapshot directory in the local
+//                         Hugging Face cache, runs/hub_cache.h; offline, nothing is downloaded)
 //
 // The model comes back on the requested device in eval mode, with the tokenizer it was trained with.
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "dew/data/tokenizers/pretrained_tokenizer.h"
+#include "dew/interop/generation_config.h"
 #include "dew/nn/causal_transformer.h"
 #include "dew/nn/quantized_weights.h"
 #include "dew/runs/run_directory.h"
@@ -38,6 +41,9 @@ struct LoadedModel {
   ModelSourceKind kind = ModelSourceKind::run;
   std::string model_type;   // the Hugging Face family to export as ("llama", "qwen3", ...)
   std::string description;  // for logs: which file and checkpoint were read
+  // The sampling the checkpoint recommends (generation_config.json, a GGUF's general.sampling.*); empty for
+  // runs.
+  interop::GenerationDefaults generation;
 };
 
 // MODEL resolved once per command: which of the three it is and, for a run, its run.json. The steps after it
@@ -52,7 +58,8 @@ struct ModelSource {
 // Which of the three `path` is, its run.json read when it is a run; nullopt when it is none of them (the
 // caller says what it needed).
 std::optional<ModelSource> find_model_source(const std::filesystem::path& path);
-// find_model_source, or an error saying what each of the three would need.
+// find_model_source, or an error saying what each of the three would need. A Hub name (runs/hub_cache.h)
+// becomes its snapshot directory first.
 ModelSource resolve_model_source(const std::filesystem::path& path);
 
 LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions& options = {});

@@ -7,6 +7,7 @@
 #include "dew/data/token_files.h"
 #include "dew/formats/gguf_file.h"
 #include "dew/interop/gguf_model.h"
+#include "dew/runs/hub_cache.h"
 #include "dew/runs/run_directory.h"
 
 namespace fs = std::filesystem;
@@ -63,7 +64,9 @@ data::PretrainedTokenizer open_tokenizer(const ModelSource& source) {
   fail("'", source.path.string(), "': unknown model source kind");
 }
 
-data::PretrainedTokenizer open_tokenizer(const std::string& spec) {
+data::PretrainedTokenizer open_tokenizer(const std::string& argument) {
+  // org/name[@revision] that is no path: the checkpoint's snapshot in the local Hub cache.
+  const std::string spec = resolve_model_argument(argument).string();
   const fs::path path = spec;
   if (auto source = find_model_source(path)) return open_tokenizer(*source);
   std::error_code ec;

@@ -10,6 +10,8 @@
 //   a token directory       (meta.json) the tokenizer its data was written with
 //   any other directory     tokenizer.json (+ tokenizer_config.json, generation_config.json), or GPT-2's
 //                           encoder.json + vocab.bpe
+//   org/name[@revision]     when no such path exists: that checkpoint's directory in the local Hugging Face
+//                           cache (runs/hub_cache.h)
 //
 // Errors name the path and say which of these it could have been.
 #include <filesystem>

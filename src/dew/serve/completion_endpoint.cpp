@@ -227,8 +227,9 @@ void answer_completion(Endpoint endpoint, const httplib::Request& request, httpl
   try {
     check_content_type(request);
     auto body = parse_json_body(request.body);
-    auto parsed = endpoint == Endpoint::chat_completions ? parse_chat_request(body, context.limits)
-                                                         : parse_completion_request(body, context.limits);
+    auto parsed = endpoint == Endpoint::chat_completions
+                      ? parse_chat_request(body, context.limits, context.model.defaults)
+                      : parse_completion_request(body, context.limits, context.model.defaults);
     check_model(parsed, context.model);
     auto built = build_job(parsed, context.model);
     built.job->arrived = ServeJob::Clock::now();

@@ -1,5 +1,6 @@
 #include "dew/serve/job_builder.h"
 
+#include <algorithm>
 #include <random>
 
 #include "dew/core/error.h"
@@ -80,7 +81,9 @@ BuiltJob build_job(const CompletionRequest& request, const ServedModel& model) {
                               ", leaving no room for a completion; shorten it"),
                      prompt_field, "context_length_exceeded");
     }
-    std::int64_t max_tokens = request.max_tokens ? *request.max_tokens : model.context - length;
+    // Absent: the model's recommended budget where it fits, else up to the context.
+    std::int64_t max_tokens = request.max_tokens ? *request.max_tokens
+                                                 : std::min(model.defaults.max_tokens.value_or(model.context), model.context - length);
     if (max_tokens > model.context - length) {
       throw ApiError(400, str("this model's context is ", model.context, " tokens; ", what, " ", length,
                               " tokens and max_tokens is ", max_tokens, ", together ", length + max_tokens,

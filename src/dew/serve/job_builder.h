@@ -19,6 +19,7 @@ struct ServedModel {
   const data::PretrainedTokenizer* tokenizer = nullptr;
   std::int64_t vocab_size = 0;
   std::int64_t context = 0;                      // tokens per request: prompt + completion
+  RequestDefaults defaults;                      // for the sampling fields a request leaves out
 };
 
 struct BuiltJob {

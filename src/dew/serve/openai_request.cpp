@@ -70,20 +70,21 @@ std::vector<std::string> read_stop(const nlohmann::json& body, const RequestLimi
 }
 
 // The fields both endpoints share.
-void read_common(const nlohmann::json& body, const RequestLimits& limits, CompletionRequest& out) {
+void read_common(const nlohmann::json& body, const RequestLimits& limits, const RequestDefaults& defaults,
+                 CompletionRequest& out) {
   out.model = read_string(body, "model").value_or("");
-  out.temperature = read_number(body, "temperature", 0.0, 2.0).value_or(1.0);
-  out.top_p = read_number(body, "top_p", 0.0, 1.0).value_or(1.0);
+  out.temperature = read_number(body, "temperature", 0.0, 2.0).value_or(defaults.temperature);
+  out.top_p = read_number(body, "top_p", 0.0, 1.0).value_or(defaults.top_p);
   if (out.top_p == 0.0) {
     // Keeping "the smallest set whose probability reaches 0" keeps the most likely token: greedy.
     out.top_p = 1.0;
     out.temperature = 0.0;
   }
   // vLLM's extensions; -1 is its spelling of "off" for top_k.
-  auto top_k = read_integer(body, "top_k", -1, std::numeric_limits<std::int32_t>::max()).value_or(0);
+  auto top_k = read_integer(body, "top_k", -1, std::numeric_limits<std::int32_t>::max()).value_or(defaults.top_k);
   out.top_k = top_k < 0 ? 0 : top_k;
-  out.min_p = read_number(body, "min_p", 0.0, 1.0).value_or(0.0);
-  out.repetition_penalty = read_number(body, "repetition_penalty", 0.0, 100.0).value_or(1.0);
+  out.min_p = read_number(body, "min_p", 0.0, 1.0).value_or(defaults.min_p);
+  out.repetition_penalty = read_number(body, "repetition_penalty", 0.0, 100.0).value_or(defaults.repetition_penalty);
   if (out.repetition_penalty == 0.0) {
     invalid_field("repetition_penalty", "'repetition_penalty' is 0; use a positive number (1 = off)");
   }
@@ -226,11 +227,12 @@ std::vector<PromptInput> read_prompts(const nlohmann::json& body, const RequestL
 
 }  // namespace
 
-CompletionRequest parse_chat_request(const nlohmann::json& body, const RequestLimits& limits) {
+CompletionRequest parse_chat_request(const nlohmann::json& body, const RequestLimits& limits,
+                                     const RequestDefaults& defaults) {
   CompletionRequest out;
   out.endpoint = Endpoint::chat_completions;
   out.messages = read_messages(body);
-  read_common(body, limits, out);
+  read_common(body, limits, defaults, out);
   // max_completion_tokens is the newer name; it wins when both are sent.
   out.max_tokens = read_integer(body, "max_completion_tokens", 1, std::numeric_limits<std::int32_t>::max());
   if (!out.max_tokens) out.max_tokens = read_integer(body, "max_tokens", 1, std::numeric_limits<std::int32_t>::max());
@@ -250,11 +252,12 @@ CompletionRequest parse_chat_request(const nlohmann::json& body, const RequestLi
   return out;
 }
 
-CompletionRequest parse_completion_request(const nlohmann::json& body, const RequestLimits& limits) {
+CompletionRequest parse_completion_request(const nlohmann::json& body, const RequestLimits& limits,
+                                           const RequestDefaults& defaults) {
   CompletionRequest out;
   out.endpoint = Endpoint::completions;
   out.prompts = read_prompts(body, limits);
-  read_common(body, limits, out);
+  read_common(body, limits, defaults, out);
   out.max_tokens = read_integer(body, "max_tokens", 1, std::numeric_limits<std::int32_t>::max());
   // Legacy logprobs: an integer count of alternatives (0 = the chosen token's only); null = off.
   if (auto count = read_integer(body, "logprobs", 0, 20)) {

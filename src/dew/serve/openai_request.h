@@ -46,6 +46,17 @@ struct CompletionRequest {
   bool ignore_eos = false;                  // vLLM's extension: run to max_tokens, end-of-turn ids as text
 };
 
+// What a request gets for a sampling field it leaves out: OpenAI's defaults, or what the served model's
+// generation_config.json (or GGUF metadata) recommends (dew serve fills them in; cli/serve_command.cpp).
+struct RequestDefaults {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  std::int64_t top_k = 0;
+  double min_p = 0.0;
+  double repetition_penalty = 1.0;
+  std::optional<std::int64_t> max_tokens;  // absent: up to the context
+};
+
 struct RequestLimits {
   std::int64_t max_n = 16;          // choices per request
   std::size_t max_stop = 16;        // stop strings per request
@@ -55,7 +66,9 @@ struct RequestLimits {
 // JSON text -> object; invalid JSON or a non-object is an ApiError 400 saying where parsing stopped.
 nlohmann::json parse_json_body(std::string_view text);
 
-CompletionRequest parse_chat_request(const nlohmann::json& body, const RequestLimits& limits = {});
-CompletionRequest parse_completion_request(const nlohmann::json& body, const RequestLimits& limits = {});
+CompletionRequest parse_chat_request(const nlohmann::json& body, const RequestLimits& limits = {},
+                                     const RequestDefaults& defaults = {});
+CompletionRequest parse_completion_request(const nlohmann::json& body, const RequestLimits& limits = {},
+                                           const RequestDefaults& defaults = {});
 
 }  // namespace dew::serve
