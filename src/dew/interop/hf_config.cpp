@@ -415,6 +415,9 @@ void add_variant_fields(const CausalTransformerConfig& c, const Family& f, Json&
       out["original_max_position_embeddings"] = c.max_seq_len;
       out["resid_pdrop"] = 0.0;
       out["embd_pdrop"] = 0.0;
+      // Phi3Config's defaults (1, 32000, 32000) are Phi-3's vocabulary's ids, outside a smaller one, which
+      // transformers refuses; save_hf_model writes the model's own where it knows them.
+      for (const char* id : {"bos_token_id", "eos_token_id", "pad_token_id"}) out[id] = nullptr;
       break;
     case Variant::granite:
       out["embedding_multiplier"] = c.embedding_scale;
