@@ -82,7 +82,7 @@ TEST(HfConfig, RefusesWhatDewCannotCompute) {
     j[key] = std::move(value);
     return j;
   };
-  expect_refused(tiny("phi3"), {"model_type", "phi3"});
+  expect_refused(tiny("falcon"), {"model_type", "falcon"});
   expect_refused(with(tiny("llama"), "rope_scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}), {"rope_scaling.rope_type", "dynamic"});
   expect_refused(with(tiny("llama"), "rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e4}, {"factor", 4.0}}),
                  {"rope_parameters.rope_type", "yarn"});
@@ -150,7 +150,21 @@ TEST(HfConfig, ExportRefusesWhatTheFamilyCannotExpress) {
   auto bidirectional = native;
   bidirectional.causal = false;
   expect_export_refused(bidirectional, "llama", "causal");
-  EXPECT_THROW(config_to_hf(native, "phi3"), dew::Error);
+  EXPECT_THROW(config_to_hf(native, "falcon"), dew::Error);
+  // The wider families refuse what their blocks cannot express, by dew field.
+  expect_export_refused(native, "gpt2", "positions");   // rotary; GPT-2 learns absolute positions
+  expect_export_refused(native, "olmo2", "pre_norms");  // OLMo 2 norms only after each sublayer
+  auto post_norms = native;
+  post_norms.sandwich_norms = true, post_norms.pre_norms = false;
+  expect_export_refused(post_norms, "llama", "pre_norms");
+  auto multiplied = native;
+  multiplied.qk_norm = false, multiplied.residual_multiplier = 0.5;
+  expect_export_refused(multiplied, "llama", "residual_multiplier");
+  EXPECT_EQ(config_to_hf(multiplied, "granite")["residual_multiplier"], 0.5);
+  auto partial = native;
+  partial.qk_norm = false, partial.rotary_dim = 32;
+  expect_export_refused(partial, "llama", "rotary_dim");
+  EXPECT_EQ(config_to_hf(partial, "phi3")["partial_rotary_factor"], 0.5);  // 32 of 256 / 4 heads = 64 features
 }
 
 }  // namespace

@@ -57,7 +57,8 @@ TEST_P(HfFamily, GreedyContinuationMatchesTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfFamily,
-                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text"));
+                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2",
+                                           "gpt_neox", "phi3", "olmo2", "granite"));
 
 TEST(HfFamilies, FeaturesTranslateAsExpected) {
   auto config_of = [](const std::string& family) { return dew::interop::load_hf_model(family_dir(family)).model->config(); };
@@ -83,6 +84,26 @@ TEST(HfFamilies, FeaturesTranslateAsExpected) {
   EXPECT_EQ(gemma3.kind_rope_theta_of_layer(2), 0.0);
   EXPECT_EQ(gemma3.rope_scaling.type, "linear");
   EXPECT_EQ(gemma3.norm_weight_offset, 1.0);
+  auto gpt2 = config_of("gpt2");
+  EXPECT_EQ(gpt2.norm, "layernorm");
+  EXPECT_EQ(gpt2.positions, "learned");
+  EXPECT_EQ(gpt2.mlp, "gelu");
+  EXPECT_TRUE(gpt2.tie_embeddings && gpt2.attention_bias && gpt2.attention_output_bias && gpt2.mlp_bias);
+  auto neox = config_of("gpt_neox");
+  EXPECT_TRUE(neox.parallel_residual);
+  EXPECT_EQ(neox.rotary_dim, 4);  // partial_rotary_factor 0.5 of 8-wide heads
+  EXPECT_EQ(neox.mlp, "gelu_erf");
+  auto phi3 = config_of("phi3");
+  EXPECT_EQ(phi3.rotary_dim, 4);
+  for (std::int64_t i = 0; i < phi3.num_layers; ++i) EXPECT_EQ(phi3.window_of_layer(i), 5);
+  auto olmo2 = config_of("olmo2");
+  EXPECT_FALSE(olmo2.pre_norms || olmo2.qk_norm_per_head);
+  EXPECT_TRUE(olmo2.sandwich_norms && olmo2.qk_norm);
+  auto granite = config_of("granite");
+  EXPECT_EQ(granite.embedding_scale, 3.0);
+  EXPECT_EQ(granite.residual_multiplier, 0.5);
+  EXPECT_EQ(granite.attention_scale, 0.2);
+  EXPECT_EQ(granite.logits_scaling, 2.5);
 }
 
 }  // namespace

@@ -178,6 +178,7 @@ TEST_P(HfExport, RoundTripsAndTransformersAgrees) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, HfExport,
-                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "native"));
+                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2",
+                                           "gpt_neox", "phi3", "olmo2", "granite", "native"));
 
 }  // namespace

@@ -1,7 +1,8 @@
 """Reference numbers for dew's Hugging Face decoder families, from transformers' own model classes.
 
-For each family (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text) builds a tiny random float32
-model with the family's distinctive features switched on, and writes under tests/fixtures/hf/FAMILY/:
+For each family (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, and the wider ones gpt2, gpt_neox,
+phi3, olmo2, granite) builds a tiny random float32 model with the family's distinctive features switched on,
+and writes under tests/fixtures/hf/FAMILY/:
   config.json, model.safetensors   as transformers' save_pretrained writes them (what load_hf_model reads)
   io.safetensors
     ids [2, S]                      an unpadded batch;      logits [2, S, V]
@@ -9,13 +10,22 @@ model with the family's distinctive features switched on, and writes under tests
     padded_positions [2, S]         row's first real token; padded_logits [2, S, V] (compare where mask = 1)
     prompt0 [P0], prompt1 [P1]      two prompts; greedy0 / greedy1 [NEW]: model.generate(do_sample=False)
                                     of each prompt alone, new tokens only
+  and, for the wider families (2 layers), a peft LoRA (r=4, alpha=8, random non-zero A and B) on the
+  projections the family stores unfused, under dew's names (model.layers.N.self_attn.o_proj, ...):
+    lora.NAME.lora_A.weight / lora.NAME.lora_B.weight   the adapter's values
+    lora_logits [2, S, V]           the adapted model's logits on ids
+    lora_loss []                    mean next-token cross-entropy of those logits on ids
+    grad.NAME.lora_A.weight / ...   that loss's gradient with respect to each adapter matrix
 
     ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
-    HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_hf_family_fixtures.py
-(torch 2.11, transformers 5.24 from PyPI). Deterministic: fixed seeds, float32, CPU, eager attention.
+    HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_hf_family_fixtures.py [FAMILY ...]
+(torch 2.11, transformers 5.24, peft 0.21 from PyPI; no FAMILY = all of them). Deterministic: fixed seeds, float32, CPU, eager attention.
 """
 import json
 import pathlib
+import sys
+
+import peft
 
 import torch
 import transformers as T
@@ -62,11 +72,60 @@ FAMILIES = {
                          "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}})),
 }
 
+# The wider families: full keyword sets (GPT-2 spells its sizes its own way), 2 layers, and the modules a
+# peft LoRA targets (the unfused ones) with dew's name for each: {peft module suffix: dew module suffix}.
+IDS = dict(bos_token_id=1, eos_token_id=2, pad_token_id=0, initializer_range=0.1)
+LLAMA_LORA = {f"self_attn.{p}": f"self_attn.{p}" for p in ("q_proj", "k_proj", "v_proj", "o_proj")} | {
+    f"mlp.{p}": f"mlp.{p}" for p in ("gate_proj", "up_proj", "down_proj")}
+WIDER = {
+    # Conv1D c_attn (fused, transposed), learned positions, LayerNorm with bias, gelu_new; the published
+    # dropouts (0.1, inert for dew), tied head.
+    "gpt2": (T.GPT2Config, T.GPT2LMHeadModel, dict(
+        vocab_size=VOCAB, n_positions=64, n_embd=HIDDEN, n_layer=2, n_head=HEADS, n_inner=MLP,
+        activation_function="gelu_new", layer_norm_epsilon=1e-5, **IDS),
+        "transformer.h", {"attn.c_proj": "self_attn.o_proj", "mlp.c_fc": "mlp.up_proj", "mlp.c_proj": "mlp.down_proj"}),
+    # Parallel residual, partial rotary (half of each head), per-head interleaved query_key_value, exact gelu,
+    # untied embed_out.
+    "gpt_neox": (T.GPTNeoXConfig, T.GPTNeoXForCausalLM, dict(
+        vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=HEADS, intermediate_size=MLP,
+        hidden_act="gelu", max_position_embeddings=64, layer_norm_eps=1e-5, use_parallel_residual=True,
+        tie_word_embeddings=False, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+        **IDS),
+        "gpt_neox.layers", {"attention.dense": "self_attn.o_proj", "mlp.dense_h_to_4h": "mlp.up_proj",
+                            "mlp.dense_4h_to_h": "mlp.down_proj"}),
+    # Fused qkv_proj and gate_up_proj, partial rotary, a sliding window on every layer, grouped-query heads.
+    "phi3": (T.Phi3Config, T.Phi3ForCausalLM, dict(
+        vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
+        intermediate_size=MLP, max_position_embeddings=64, original_max_position_embeddings=64, rms_norm_eps=1e-5,
+        sliding_window=5, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}, **IDS),
+        "model.layers", {"self_attn.o_proj": "self_attn.o_proj", "mlp.down_proj": "mlp.down_proj"}),
+    # Norms after each sublayer only, q/k RMSNorm over the whole projection.
+    "olmo2": (T.Olmo2Config, T.Olmo2ForCausalLM, dict(
+        vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
+        intermediate_size=MLP, max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0}, **IDS),
+        "model.layers", LLAMA_LORA),
+    # Embedding, residual, attention and logits multipliers; biases on attention and MLP.
+    "granite": (T.GraniteConfig, T.GraniteForCausalLM, dict(
+        vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
+        intermediate_size=MLP, max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        attention_bias=True, mlp_bias=True, embedding_multiplier=3.0, residual_multiplier=0.5,
+        attention_multiplier=0.2, logits_scaling=2.5, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        **IDS),
+        "model.layers", LLAMA_LORA),
+}
+
 
 def build(name):
-    config_cls, model_cls, extra = FAMILIES[name]
-    torch.manual_seed(1234 + list(FAMILIES).index(name))
-    config = config_cls(**COMMON, **extra)
+    if name in WIDER:
+        config_cls, model_cls, kwargs = WIDER[name][:3]
+        torch.manual_seed(1234 + len(FAMILIES) + list(WIDER).index(name))
+        config = config_cls(**kwargs)
+    else:
+        config_cls, model_cls, extra = FAMILIES[name]
+        torch.manual_seed(1234 + list(FAMILIES).index(name))
+        config = config_cls(**COMMON, **extra)
     config._attn_implementation = "eager"
     model = model_cls(config)
     with torch.no_grad():
@@ -78,8 +137,39 @@ def build(name):
     return model.float().eval()
 
 
+def lora_reference(model, name, ids):
+    """A peft LoRA with random A and B on the family's unfused projections: its values, logits, loss and
+    gradients, keyed by dew's parameter names."""
+    prefix, modules = WIDER[name][3], WIDER[name][4]
+    targets = sorted({m.split(".")[-1] for m in modules})
+    lora = peft.LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=targets,
+                           fan_in_fan_out=name == "gpt2", task_type="CAUSAL_LM")
+    adapted = peft.get_peft_model(model, lora).eval()
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for pname, p in adapted.named_parameters():
+            if "lora_A" in pname or "lora_B" in pname:
+                p.copy_(0.3 * torch.randn(p.shape, generator=g))
+    logits = adapted(input_ids=ids).logits
+    loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1))
+    loss.backward()
+    out = {"lora_logits": logits.detach().clone(), "lora_loss": loss.detach().clone()}
+    for pname, p in adapted.named_parameters():
+        if "lora_A" not in pname and "lora_B" not in pname:
+            continue
+        # base_model.model.PREFIX.N.MODULE.lora_X.default.weight -> model.layers.N.DEW_MODULE.lora_X.weight
+        path = pname.split(prefix + ".", 1)[1]
+        layer, rest = path.split(".", 1)
+        module, leaf = rest.split(".lora_")
+        dew = f"model.layers.{layer}.{modules[module]}.lora_{leaf.replace('.default', '')}"
+        out["lora." + dew] = p.detach().clone()
+        out["grad." + dew] = p.grad.detach().clone()
+    return out
+
+
 def main():
-    for name in FAMILIES:
+    chosen = sys.argv[1:] or [*FAMILIES, *WIDER]
+    for name in chosen:
         out = OUT / name
         out.mkdir(parents=True, exist_ok=True)
         model = build(name)
@@ -108,6 +198,8 @@ def main():
                    "padded_positions": positions, "padded_logits": padded_logits,
                    "prompt0": prompts[0].clone(), "prompt1": prompts[1].clone(),
                    "greedy0": greedy[0], "greedy1": greedy[1]}
+        if name in WIDER:
+            tensors |= lora_reference(model, name, ids)
         save_file({k: v.contiguous() for k, v in tensors.items()}, out / "io.safetensors")
         print(name, "logit range", float(logits.abs().max()), "greedy", greedy[0].tolist(), greedy[1].tolist())
 

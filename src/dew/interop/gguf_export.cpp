@@ -48,6 +48,14 @@ void check_gguf_exportable(const nn::CausalTransformerConfig& c, const std::stri
   if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
     dew::fail("GGUF export: architecture \"", arch, "\" is not supported; use llama, qwen2 or qwen3");
   if (c.sandwich_norms) refuse(arch, "sandwich_norms", "is true");
+  if (c.norm != "rmsnorm") refuse(arch, "norm", "is \"" + c.norm + "\" (only rmsnorm)");
+  if (c.positions != "rotary") refuse(arch, "positions", "is \"" + c.positions + "\" (only rotary)");
+  if (c.resolved_rotary_dim() != c.resolved_head_dim()) refuse(arch, "rotary_dim", "is " + std::to_string(c.rotary_dim) + " (partial rotary)");
+  if (c.parallel_residual) refuse(arch, "parallel_residual", "is true");
+  if (!c.qk_norm_per_head) refuse(arch, "qk_norm_per_head", "is false");
+  if (c.residual_multiplier != 1) refuse(arch, "residual_multiplier", "is " + std::to_string(c.residual_multiplier));
+  if (c.attention_scale != 0) refuse(arch, "attention_scale", "is " + std::to_string(c.attention_scale));
+  if (c.logits_scaling != 1) refuse(arch, "logits_scaling", "is " + std::to_string(c.logits_scaling));
   if (c.mlp != "swiglu") refuse(arch, "mlp", "is \"" + c.mlp + "\" (only swiglu)");
   if (c.mlp_bias) refuse(arch, "mlp_bias", "is true");
   if (c.attn_logit_softcap != 0) refuse(arch, "attn_logit_softcap", "is " + std::to_string(c.attn_logit_softcap));

@@ -25,6 +25,7 @@
 // Refused by field name, before anything is written: an architecture other than llama/qwen2/qwen3, and what
 // the architecture cannot express (mlp other than swiglu, mlp_bias, sandwich_norms, softcaps,
 // query_pre_attn_scalar, norm_weight_offset, embedding_scale, sliding windows / per-kind rope, rope_scaling,
+// LayerNorm, learned positions, partial rotary, parallel residuals, whole-projection q/k norms, Granite's multipliers,
 // bidirectional attention, qk_norm outside qwen3 and its absence in qwen3, q/k/v biases in qwen3, an o_proj
 // bias in qwen2/qwen3); a tokenizer that is not a BpeTokenizer (the byte tokenizer has no GPT-2 byte-level
 // vocabulary llama.cpp would pre-tokenize the same way), a pre-tokenizer no llama.cpp name describes, a

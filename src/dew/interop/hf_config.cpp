@@ -5,74 +5,21 @@
 #include <optional>
 
 #include "dew/core/error.h"
+#include "dew/interop/hf_block_features.h"
 #include "dew/interop/hf_config_reader.h"
+#include "dew/interop/hf_gpt2.h"
 #include "dew/interop/hf_llada.h"
 
 namespace dew::interop {
 
-namespace {
-
-using Json = nlohmann::ordered_json;
-using nn::CausalTransformerConfig;
-
-// What each family's transformers modeling code does with the fields dew translates.
-enum class AttentionBias { FromConfig, QkvOnly, None };  // attention_bias -> q/k/v/o; Qwen2: q/k/v always; Mistral: none
-enum class Sliding {
-  None,                  // llama, gemma: no sliding window at all
-  AllLayers,             // mistral: sliding_window, when set, on every layer
-  AfterMaxWindowLayers,  // qwen2/qwen3: use_sliding_window; layers >= max_window_layers (or layer_types) slide
-  LayerTypes,            // gemma2/gemma3: layer_types, else every pattern-th layer full, the others sliding
-};
-
-struct Family {
-  std::string model_type, architecture;
-  bool default_tied;
-  std::string activation_field;
-  AttentionBias bias;
-  bool mlp_bias;  // reads mlp_bias (llama)
-  Sliding sliding;
-  int sliding_pattern;  // LayerTypes: layer i is full when (i + 1) % pattern == 0
-  bool qk_norm;
-  bool gemma;     // RMSNorm scales by (1 + weight); embeddings scaled by sqrt(hidden_size)
-  bool sandwich;  // post_attention / pre_feedforward / post_feedforward norms
-  bool softcaps;  // attn_logit_softcapping, final_logit_softcapping, query_pre_attn_scalar
-  bool local_rope;  // per-layer-type rope (rope_local_base_freq)
-  bool masked_diffusion = false;  // bidirectional attention and a mask_token_id (Dream)
-  std::string spelled = "";       // config.json's model_type where it differs from the family's name ("Dream")
-};
-
-const std::vector<Family>& families() {
-  static const std::vector<Family> all = {
-      {"llama", "LlamaForCausalLM", false, "hidden_act", AttentionBias::FromConfig, true, Sliding::None, 0, false, false, false, false, false},
-      {"mistral", "MistralForCausalLM", false, "hidden_act", AttentionBias::None, false, Sliding::AllLayers, 0, false, false, false, false, false},
-      {"qwen2", "Qwen2ForCausalLM", false, "hidden_act", AttentionBias::QkvOnly, false, Sliding::AfterMaxWindowLayers, 0, false, false, false, false, false},
-      {"qwen3", "Qwen3ForCausalLM", false, "hidden_act", AttentionBias::FromConfig, false, Sliding::AfterMaxWindowLayers, 0, true, false, false, false, false},
-      {"gemma", "GemmaForCausalLM", true, "hidden_act", AttentionBias::FromConfig, false, Sliding::None, 0, false, true, false, false, false},
-      {"gemma2", "Gemma2ForCausalLM", true, "hidden_activation", AttentionBias::FromConfig, false, Sliding::LayerTypes, 2, false, true, true, true, false},
-      {"gemma3_text", "Gemma3ForCausalLM", true, "hidden_activation", AttentionBias::FromConfig, false, Sliding::LayerTypes, 6, true, true, true, true, true},
-      // Dream-v0 (modeling_dream.py): Qwen2's block and names with bidirectional attention, never sliding.
-      {"dream", "DreamModel", false, "hidden_act", AttentionBias::QkvOnly, false, Sliding::None, 0, false, false, false, false, false, true, "Dream"},
-  };
-  return all;
-}
-
-const Family& family_named(const std::string& model_type, const std::string& source) {
-  for (const auto& f : families()) {
-    if (f.model_type == model_type || (!f.spelled.empty() && f.spelled == model_type)) return f;
-  }
-  std::string known;
-  for (const auto& name : hf_model_types()) known += (known.empty() ? "" : ", ") + name;
-  dew::fail(source, ": model_type '", model_type, "' is not a decoder family dew computes; it reads ", known);
-}
-
-using Reader = detail::HfConfigReader;
+namespace detail {
 
 // A rope_scaling / rope_parameters object -> dew's RopeScaling; `field` names it in errors.
-nn::RopeScaling read_rope_scaling(const Json& params, const std::string& field, const std::string& source) {
+nn::RopeScaling read_rope_scaling(const nlohmann::ordered_json& params, const std::string& field, const std::string& source) {
   nn::RopeScaling scaling;
   if (params.is_null()) return scaling;
   if (!params.is_object()) dew::fail(source, ": ", field, " is ", params.dump(), "; expected an object");
-  Reader r(params, source);
+  HfConfigReader r(params, source);
   std::string type = r.has("rope_type") ? r.string("rope_type", "default") : r.string("type", "default");
   double partial = r.number("partial_rotary_factor", 1.0);
   if (partial != 1.0) {
@@ -98,6 +45,79 @@ nn::RopeScaling read_rope_scaling(const Json& params, const std::string& field, 
   dew::fail(source, ": ", field, ".rope_type is '", type,
             "'; dew computes default, linear and llama3 rotary scaling (dynamic, yarn, longrope, ... are not supported)");
 }
+
+}  // namespace detail
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using nn::CausalTransformerConfig;
+
+// What each family's transformers modeling code does with the fields dew translates.
+enum class AttentionBias { FromConfig, QkvOnly, None };  // attention_bias -> q/k/v/o; Qwen2: q/k/v always; Mistral: none
+enum class Sliding {
+  None,                  // llama, gemma: no sliding window at all
+  AllLayers,             // mistral: sliding_window, when set, on every layer
+  AfterMaxWindowLayers,  // qwen2/qwen3: use_sliding_window; layers >= max_window_layers (or layer_types) slide
+  LayerTypes,            // gemma2/gemma3: layer_types, else every pattern-th layer full, the others sliding
+};
+
+// The blocks that differ from the Llama table's in one more way each.
+enum class Variant {
+  plain,
+  phi3,     // fused qkv_proj / gate_up_proj (hf_tensor_layout.h), partial rotary, resid/embd dropouts
+  olmo2,    // norms after each sublayer only, q/k norms over the whole projection
+  granite,  // embedding, residual, attention and logits multipliers
+};
+
+struct Family {
+  std::string model_type, architecture;
+  bool default_tied;
+  std::string activation_field;
+  AttentionBias bias;
+  bool mlp_bias;  // reads mlp_bias (llama)
+  Sliding sliding;
+  int sliding_pattern;  // LayerTypes: layer i is full when (i + 1) % pattern == 0
+  bool qk_norm;
+  bool gemma;     // RMSNorm scales by (1 + weight); embeddings scaled by sqrt(hidden_size)
+  bool sandwich;  // post_attention / pre_feedforward / post_feedforward norms
+  bool softcaps;  // attn_logit_softcapping, final_logit_softcapping, query_pre_attn_scalar
+  bool local_rope;  // per-layer-type rope (rope_local_base_freq)
+  bool masked_diffusion = false;  // bidirectional attention and a mask_token_id (Dream)
+  std::string spelled = "";       // config.json's model_type where it differs from the family's name ("Dream")
+  Variant variant = Variant::plain;
+};
+
+const std::vector<Family>& families() {
+  static const std::vector<Family> all = {
+      {"llama", "LlamaForCausalLM", false, "hidden_act", AttentionBias::FromConfig, true, Sliding::None, 0, false, false, false, false, false},
+      {"mistral", "MistralForCausalLM", false, "hidden_act", AttentionBias::None, false, Sliding::AllLayers, 0, false, false, false, false, false},
+      {"qwen2", "Qwen2ForCausalLM", false, "hidden_act", AttentionBias::QkvOnly, false, Sliding::AfterMaxWindowLayers, 0, false, false, false, false, false},
+      {"qwen3", "Qwen3ForCausalLM", false, "hidden_act", AttentionBias::FromConfig, false, Sliding::AfterMaxWindowLayers, 0, true, false, false, false, false},
+      {"gemma", "GemmaForCausalLM", true, "hidden_act", AttentionBias::FromConfig, false, Sliding::None, 0, false, true, false, false, false},
+      {"gemma2", "Gemma2ForCausalLM", true, "hidden_activation", AttentionBias::FromConfig, false, Sliding::LayerTypes, 2, false, true, true, true, false},
+      {"gemma3_text", "Gemma3ForCausalLM", true, "hidden_activation", AttentionBias::FromConfig, false, Sliding::LayerTypes, 6, true, true, true, true, true},
+      // Dream-v0 (modeling_dream.py): Qwen2's block and names with bidirectional attention, never sliding.
+      {"dream", "DreamModel", false, "hidden_act", AttentionBias::QkvOnly, false, Sliding::None, 0, false, false, false, false, false, true, "Dream"},
+      {"phi3", "Phi3ForCausalLM", false, "hidden_act", AttentionBias::None, false, Sliding::AllLayers, 0, false, false, false, false, false, false, "", Variant::phi3},
+      {"olmo2", "Olmo2ForCausalLM", false, "hidden_act", AttentionBias::FromConfig, false, Sliding::None, 0, true, false, true, false, false, false, "", Variant::olmo2},
+      {"granite", "GraniteForCausalLM", false, "hidden_act", AttentionBias::FromConfig, true, Sliding::None, 0, false, false, false, false, false, false, "", Variant::granite},
+  };
+  return all;
+}
+
+const Family& family_named(const std::string& model_type, const std::string& source) {
+  for (const auto& f : families()) {
+    if (f.model_type == model_type || (!f.spelled.empty() && f.spelled == model_type)) return f;
+  }
+  std::string known;
+  for (const auto& name : hf_model_types()) known += (known.empty() ? "" : ", ") + name;
+  dew::fail(source, ": model_type '", model_type, "' is not a decoder family dew computes; it reads ", known);
+}
+
+using Reader = detail::HfConfigReader;
+
+using detail::read_rope_scaling;
 
 // rope_theta and rope_scaling of one layer type, from either spelling.
 struct Rope {
@@ -126,6 +146,64 @@ Rope read_rope(const Reader& r, const Json& config, const std::string& layer_typ
     }
   }
   return rope;
+}
+
+// Takes partial_rotary_factor out of `config` (rope_parameters, rope_scaling or the top level) and returns it,
+// for the families that compute partial rotary; read_rope then sees a config without it.
+double take_partial_rotary(Json& config) {
+  double factor = 1.0;
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    if (config.contains(key) && config[key].is_object() && config[key].contains("partial_rotary_factor")) {
+      factor = Reader(config[key], "").number("partial_rotary_factor");
+      config[key].erase("partial_rotary_factor");
+    }
+  }
+  if (config.contains("partial_rotary_factor") && !config["partial_rotary_factor"].is_null()) {
+    factor = Reader(config, "").number("partial_rotary_factor");
+    config.erase("partial_rotary_factor");
+  }
+  return factor;
+}
+
+detail::BlockFeatures features_of(Variant variant) {
+  switch (variant) {
+    case Variant::phi3: return {.partial_rotary = true};
+    case Variant::olmo2: return {.post_norms_only = true, .whole_projection_qk_norm = true};
+    case Variant::granite: return {.multipliers = true};
+    case Variant::plain: break;
+  }
+  return {};
+}
+
+// Fields of a variant that refuse a value dew does not compute, read before the translation.
+void read_variant_fields(const Reader& r, Variant variant) {
+  if (variant != Variant::phi3) return;
+  for (const char* dropout : {"resid_pdrop", "embd_pdrop"}) {
+    if (r.number(dropout, 0.0) != 0.0) {
+      dew::fail(r.source(), ": ", dropout, " is ", r.number(dropout), "; dew trains without dropout, so fine-tuning would differ (set it to 0.0 to load anyway)");
+    }
+  }
+  // Inert: original_max_position_embeddings (longrope's, which dew refuses by rope_type).
+}
+
+// The variant's block, on top of the table's translation.
+void apply_variant(const Reader& r, Variant variant, CausalTransformerConfig& c) {
+  switch (variant) {
+    case Variant::olmo2:  // Olmo2DecoderLayer: x + post_attention_layernorm(attn(x)), then the same around the MLP
+      c.sandwich_norms = true;
+      c.pre_norms = false;
+      c.qk_norm = true;
+      c.qk_norm_per_head = false;
+      break;
+    case Variant::granite:
+      c.embedding_scale = r.number("embedding_multiplier", 1.0);
+      c.residual_multiplier = r.number("residual_multiplier", 1.0);
+      c.attention_scale = r.number("attention_multiplier", 1.0);
+      c.logits_scaling = r.number("logits_scaling", 1.0);
+      break;
+    case Variant::phi3:
+    case Variant::plain: break;
+  }
 }
 
 std::string activation_to_mlp(const std::string& act, const std::string& field, const std::string& source) {
@@ -166,6 +244,8 @@ const std::vector<std::string>& hf_model_types() {
     std::vector<std::string> out;
     for (const auto& f : families()) out.push_back(f.model_type);
     out.push_back("llada");  // its own spelling and tensor names: hf_llada.h
+    out.push_back("gpt2");   // their own spellings and blocks: hf_gpt2.h
+    out.push_back("gpt_neox");
     return out;
   }();
   return names;
@@ -207,6 +287,14 @@ double read_rotary(const Reader& r, const Json& config, const Family& f, CausalT
     c.rope_theta = global.theta;
     c.rope_scaling = global.scaling;
     kind_theta = local.theta;
+  } else if (f.variant == Variant::phi3) {  // partial rotary: the factor taken out, the rest read as usual
+    Json rest = config;
+    double partial = take_partial_rotary(rest);
+    auto rope = read_rope(Reader(rest, source), rest, "full_attention", 10'000.0, "rope_theta");
+    c.rope_theta = rope.theta;
+    c.rope_scaling = rope.scaling;
+    c.rotary_dim = static_cast<std::int64_t>(static_cast<double>(c.resolved_head_dim()) * partial);  // transformers' int(...)
+    if (c.rotary_dim == c.resolved_head_dim()) c.rotary_dim = 0;
   } else {
     auto rope = read_rope(r, config, "full_attention", 10'000.0, "rope_theta");
     c.rope_theta = rope.theta;
@@ -266,7 +354,10 @@ CausalTransformerConfig config_from_hf(const Json& config, const std::string& so
               "); dew loads unquantized safetensors weights only");
   }
   if (model_type == "llada") return llada_config_from_hf(config, source);
+  if (model_type == "gpt2") return gpt2_config_from_hf(config, source);
+  if (model_type == "gpt_neox") return gpt_neox_config_from_hf(config, source);
   const Family& f = family_named(model_type, source);
+  read_variant_fields(r, f.variant);
   refuse_unsupported(r, f, source);
   CausalTransformerConfig c;
   c.vocab_size = r.integer("vocab_size");
@@ -318,6 +409,7 @@ CausalTransformerConfig config_from_hf(const Json& config, const std::string& so
 
   // Rotary positions and which layers slide.
   const double kind_theta = read_rotary(r, config, f, c, source);
+  apply_variant(r, f.variant, c);
   read_sliding(r, f, kind_theta, c);
   try {
     c.validate();
@@ -337,6 +429,10 @@ namespace {
 void refuse_unexportable(const CausalTransformerConfig& c, const Family& f) {
   const auto& mt = f.model_type;
   auto head_dim = c.resolved_head_dim();
+  detail::refuse_block_features(c, mt, features_of(f.variant));
+  if (f.variant == Variant::olmo2 && (c.pre_norms || c.qk_norm_per_head)) {
+    refuse(mt, c.pre_norms ? "pre_norms" : "qk_norm_per_head", "is true; OLMo 2 norms only after each sublayer, and q/k over the whole projection");
+  }
   if (f.masked_diffusion) {
     if (c.causal) refuse(mt, "causal", "is true; " + mt + " attends both ways (export a causal decoder as qwen2, llama, ...)");
     if (c.mask_token_id < 0) refuse(mt, "mask_token_id", "is -1; a " + mt + " checkpoint names its mask token (set model.mask_token_id)");
@@ -347,13 +443,13 @@ void refuse_unexportable(const CausalTransformerConfig& c, const Family& f) {
   } else if (!c.causal) {
     refuse(mt, "causal", "is false; these families are causal decoders (a masked-diffusion model with model.mask_token_id exports as llada or dream)");
   }
-  if (c.mlp == "gelu") refuse(mt, "mlp", "is gelu (ungated); the family's MLP is gated (swiglu or geglu)");
+  if (c.mlp == "gelu" || c.mlp == "gelu_erf") refuse(mt, "mlp", "is " + c.mlp + " (ungated); the family's MLP is gated (swiglu or geglu)");
   if (c.qk_norm != f.qk_norm) refuse(mt, "qk_norm", std::string("is ") + (c.qk_norm ? "true" : "false") + "; " + mt + (f.qk_norm ? " has" : " has no") + " q/k norms");
   if (c.norm_weight_offset != (f.gemma ? 1.0 : 0.0)) {
     refuse(mt, "norm_weight_offset", dew::str("is ", c.norm_weight_offset, "; ", mt, " uses ", f.gemma ? 1 : 0));
   }
   double want_scale = f.gemma ? std::sqrt(static_cast<double>(c.emb_features)) : 1.0;
-  if (std::abs(c.embedding_scale - want_scale) > 1e-6 * want_scale) {
+  if (f.variant != Variant::granite && std::abs(c.embedding_scale - want_scale) > 1e-6 * want_scale) {
     refuse(mt, "embedding_scale", dew::str("is ", c.embedding_scale, "; ", mt, " scales embeddings by ", want_scale));
   }
   if (c.sandwich_norms != f.sandwich) refuse(mt, "sandwich_norms", std::string("does not match ") + mt + "'s block");
@@ -451,6 +547,31 @@ void write_sliding_fields(const CausalTransformerConfig& c, const Family& f, con
   }
 }
 
+// The config.json fields of a variant (Family::variant), beside the table's.
+void add_variant_fields(const CausalTransformerConfig& c, const Family& f, Json& out) {
+  const auto head_dim = static_cast<double>(c.resolved_head_dim());
+  switch (f.variant) {
+    case Variant::phi3:
+      if (c.rope_scaling.type != "none") refuse(f.model_type, "rope_scaling.type", "is " + c.rope_scaling.type + "; Phi-3 computes default (or longrope) rotary only");
+      out["partial_rotary_factor"] = static_cast<double>(c.resolved_rotary_dim()) / head_dim;
+      out["original_max_position_embeddings"] = c.max_seq_len;
+      out["resid_pdrop"] = 0.0;
+      out["embd_pdrop"] = 0.0;
+      // Phi3Config's defaults (1, 32000, 32000) are Phi-3's vocabulary's ids, outside a smaller one, which
+      // transformers refuses; save_hf_model writes the model's own where it knows them.
+      for (const char* id : {"bos_token_id", "eos_token_id", "pad_token_id"}) out[id] = nullptr;
+      break;
+    case Variant::granite:
+      out["embedding_multiplier"] = c.embedding_scale;
+      out["residual_multiplier"] = c.residual_multiplier;
+      out["attention_multiplier"] = c.attention_scale > 0 ? c.attention_scale : 1.0 / std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : head_dim);
+      out["logits_scaling"] = c.logits_scaling;
+      break;
+    case Variant::olmo2:
+    case Variant::plain: break;
+  }
+}
+
 }  // namespace
 
 // The same field table written the other way (config_from_hf's inverse), one line per field; what the family
@@ -458,6 +579,8 @@ void write_sliding_fields(const CausalTransformerConfig& c, const Family& f, con
 Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_type) {
   c.validate();
   if (model_type == "llada") return llada_config_to_hf(c);
+  if (model_type == "gpt2") return gpt2_config_to_hf(c);
+  if (model_type == "gpt_neox") return gpt_neox_config_to_hf(c);
   const Family& f = family_named(model_type, "export");
   const auto& mt = f.model_type;
   auto head_dim = c.resolved_head_dim();
@@ -511,11 +634,16 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
   } else if (c.final_logit_softcap > 0) {
     refuse(mt, "final_logit_softcap", "is set; the family has none");
   }
+  add_variant_fields(c, f, out);
   write_sliding_fields(c, f, lw, out);
   return out;
 }
 
 std::string hf_model_type_for(const CausalTransformerConfig& c) {
+  if (c.norm == "layernorm") return c.positions == "learned" ? "gpt2" : "gpt_neox";
+  if (!c.pre_norms) return "olmo2";
+  if (c.residual_multiplier != 1.0 || c.attention_scale > 0 || c.logits_scaling != 1.0) return "granite";
+  if (c.causal && c.resolved_rotary_dim() != c.resolved_head_dim()) return "phi3";
   // Masked-diffusion (bidirectional) models: Dream's block is Qwen2's, LLaDA's Llama's.
   if (!c.causal) return c.shift_logits ? "dream" : "llada";
   if (c.sandwich_norms) return c.qk_norm ? "gemma3_text" : "gemma2";

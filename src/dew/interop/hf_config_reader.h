@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dew/core/error.h"
+#include "dew/nn/causal_transformer_config.h"
 
 namespace dew::interop::detail {
 
@@ -57,6 +58,11 @@ class HfConfigReader {
   const Json& j_;
   std::string source_;
 };
+
+// A rope_scaling / rope_parameters object -> dew's RopeScaling (default, linear, llama3; the rest refused by
+// name, as is a partial_rotary_factor other than 1: callers that compute partial rotary take it out first).
+// `field` names the object in errors.
+nn::RopeScaling read_rope_scaling(const nlohmann::ordered_json& params, const std::string& field, const std::string& source);
 
 // A masked-diffusion checkpoint's mask id: mask_token_id (LLaDA, Dream), or mask_id as some conversions spell
 // it. Required: without it dew could not tell which id marks a masked position.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "dew/core/error.h"
+#include "dew/interop/hf_block_features.h"
 #include "dew/interop/hf_config_reader.h"
 
 namespace dew::interop {
@@ -160,6 +161,7 @@ CausalTransformerConfig llada_config_from_hf(const Json& config, const std::stri
 
 Json llada_config_to_hf(const CausalTransformerConfig& c) {
   c.validate();
+  detail::refuse_block_features(c, "llada", {});
   if (c.causal) refuse("causal", "is true; LLaDA attends both ways (export a causal model as llama, qwen2, ...)");
   if (c.mask_token_id < 0) refuse("mask_token_id", "is -1; a LLaDA checkpoint names its mask token (set model.mask_token_id)");
   if (c.shift_logits) refuse("shift_logits", "is true; LLaDA's logits at position i predict token i itself (export as dream)");

@@ -1,11 +1,14 @@
 #include "dew/interop/hf_model.h"
 
+#include <map>
+#include <set>
+
 #include "dew/core/atomic_file.h"
 #include "dew/core/config.h"
 #include "dew/core/error.h"
 #include "dew/formats/safetensors_checkpoint.h"
 #include "dew/interop/hf_config.h"
-#include "dew/interop/hf_llada.h"
+#include "dew/interop/hf_tensor_layout.h"
 #include "dew/nn/dtype.h"
 #include "dew/nn/parameters.h"
 
@@ -15,49 +18,63 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Buffers transformers recomputes and older checkpoints still carry.
-bool ignorable(const std::string& name) { return name.ends_with(".rotary_emb.inv_freq"); }
+std::vector<std::vector<std::int64_t>> shapes_of(const std::map<std::string, at::Tensor>& params, const StoredTensor& entry) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (const auto& part : entry.parts) out.push_back(params.at(part).sizes().vec());
+  return out;
+}
 
-// A family's tensor names: dew's own (Hugging Face Llama's) for every family but LLaDA, which has OLMo's.
-struct TensorNames {
-  bool llada;
-  std::string stored(const std::string& dew_name) const { return llada ? llada_tensor_name(dew_name) : dew_name; }
-  std::optional<std::string> dew(const std::string& stored_name) const {
-    return llada ? dew_tensor_name_from_llada(stored_name) : std::optional<std::string>(stored_name);
+// The family's layout, with its optional prefix left off when the checkpoint leaves it off (GPT-2's
+// published weights are GPT2Model's: wte.weight).
+HfTensorLayout checkpoint_layout(const nn::CausalTransformer& model, const std::string& family,
+                                 const formats::SafetensorsCheckpoint& weights) {
+  std::vector<std::string> names;
+  for (const auto& item : model->named_parameters()) names.push_back(item.key());
+  auto layout = hf_tensor_layout(family, names, model->config().num_layers, model->config().num_heads);
+  const auto& prefix = layout.optional_prefix;
+  if (!prefix.empty() && !weights.has(layout.embedding) && weights.has(layout.embedding.substr(prefix.size()))) {
+    auto strip = [&](std::string& name) {
+      if (name.starts_with(prefix)) name = name.substr(prefix.size());
+    };
+    for (auto& entry : layout.tensors) strip(entry.name);
+    strip(layout.embedding), strip(layout.head);
   }
-};
-
-TensorNames tensor_names(const std::string& model_type) { return {hf_family_name(model_type) == "llada"}; }
+  return layout;
+}
 
 void load_weights(nn::CausalTransformer& model, const formats::SafetensorsCheckpoint& weights, const fs::path& dir,
-                  const TensorNames& names) {
+                  const std::string& family) {
   at::NoGradGuard no_grad;
   auto params = nn::parameter_map(*model);
-  for (auto& [dew_name, p] : params) {
-    const std::string name = names.stored(dew_name);
+  const auto layout = checkpoint_layout(model, family, weights);
+  std::set<std::string> expected;
+  for (const auto& entry : layout.tensors) {
+    const std::string& name = entry.name;
+    expected.insert(name);
     if (!weights.has(name)) {
       dew::fail("'", dir.string(), "' lacks tensor '", name, "' that the model (as config.json describes it) needs");
     }
-    const auto& entry = weights.entry(name);
-    if (c10::IntArrayRef(entry.shape) != p.sizes()) {
-      dew::fail("'", weights.file_of(name).string(), "' tensor '", name, "' has shape ", c10::IntArrayRef(entry.shape),
-                " but config.json implies ", p.sizes());
+    const auto shapes = shapes_of(params, entry);
+    const auto want = fused_shape(entry, shapes);
+    const auto& stored_entry = weights.entry(name);
+    if (c10::IntArrayRef(stored_entry.shape) != c10::IntArrayRef(want)) {
+      dew::fail("'", weights.file_of(name).string(), "' tensor '", name, "' has shape ", c10::IntArrayRef(stored_entry.shape),
+                " but config.json implies ", c10::IntArrayRef(want));
     }
     const at::Tensor stored = weights.view(name);
     nn::require_finite(stored, weights.file_of(name).string(), name);
-    p.copy_(stored);
+    auto parts = split_fused(entry, stored, shapes);
+    for (std::size_t i = 0; i < parts.size(); ++i) params.at(entry.parts[i]).copy_(parts[i]);
     weights.drop_pages(name);  // one resident copy of the weights while loading, not the map's and the model's
   }
-  const std::string embed = names.stored("model.embed_tokens.weight"), head = names.stored("lm_head.weight");
   for (const auto& name : weights.names()) {
-    auto dew_name = names.dew(name);
-    if ((dew_name && params.count(*dew_name)) || ignorable(name)) continue;
-    if (name == head && model->config().tie_embeddings) {
+    if (expected.count(name) || hf_ignorable_tensor(family, name)) continue;
+    if (name == layout.head && model->config().tie_embeddings && weights.has(layout.embedding)) {
       // A tied checkpoint may carry the head as a copy; anything else would compute a different model.
-      auto stored = weights.view(head), embedding = weights.view(embed);
+      auto stored = weights.view(name), embedding = weights.view(layout.embedding);
       if (stored.sizes() != embedding.sizes() || !at::equal(stored.to(at::kFloat), embedding.to(at::kFloat))) {
-        const char* tied = names.llada ? "weight_tying" : "tie_word_embeddings";
-        dew::fail("'", weights.file_of(head).string(), "' has tensor '", head, "' that differs from '", embed,
+        const char* tied = family == "llada" ? "weight_tying" : "tie_word_embeddings";
+        dew::fail("'", weights.file_of(name).string(), "' has tensor '", name, "' that differs from '", layout.embedding,
                   "', but config.json says ", tied, "; set ", tied, " to false to load the separate head");
       }
       continue;
@@ -79,7 +96,7 @@ HfModel load_hf_model(const fs::path& dir, c10::ScalarType dtype) {
   config.dtype = config.param_dtype = nn::dtype_name(dtype);
   formats::SafetensorsCheckpoint weights(dir);
   out.model = nn::CausalTransformer(config, nn::ParameterInit::none);  // every weight is loaded next
-  load_weights(out.model, weights, dir, tensor_names(out.model_type));
+  load_weights(out.model, weights, dir, out.model_type);
   out.model->eval();
   return out;
 }
@@ -96,9 +113,22 @@ void save_hf_model(const nn::CausalTransformer& model, const std::string& model_
     if (value) hf[key] = generation[key] = *value;
   }
 
-  const auto names = tensor_names(model_type);
-  std::vector<std::pair<std::string, at::Tensor>> tensors;  // in module order, as save_pretrained shards them
-  for (const auto& item : model->named_parameters()) tensors.emplace_back(names.stored(item.key()), item.value());
+  // In module order, as save_pretrained shards them: a fused tensor where its first part is.
+  std::vector<std::string> names;
+  std::map<std::string, at::Tensor> params;
+  for (const auto& item : model->named_parameters()) names.push_back(item.key()), params.emplace(item.key(), item.value());
+  const auto layout = hf_tensor_layout(hf_family_name(model_type), names, config.num_layers, config.num_heads);
+  std::map<std::string, const StoredTensor*> by_first_part;
+  for (const auto& entry : layout.tensors) by_first_part.emplace(entry.parts.front(), &entry);
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  at::NoGradGuard no_grad;
+  for (const auto& name : names) {
+    auto it = by_first_part.find(name);
+    if (it == by_first_part.end()) continue;  // a later part of a fused tensor
+    std::vector<at::Tensor> parts;
+    for (const auto& part : it->second->parts) parts.push_back(params.at(part).detach());
+    tensors.emplace_back(it->second->name, it->second->fuse == Fuse::none ? parts[0] : fuse_parts(*it->second, parts));
+  }
   AtomicDirectory out(dir);
   formats::write_safetensors_checkpoint(out.path(), tensors, options.max_shard_bytes);
   write_file_atomic(out.path() / "generation_config.json", generation.dump(2) + "\n");

@@ -29,37 +29,60 @@ at::Tensor softcapped_attention(const at::Tensor& q, at::Tensor k, at::Tensor v,
   return at::matmul(probs, v);
 }
 
+// Rotary positions on the first rotary_dim features of each head, the rest passed through (partial rotary).
+at::Tensor rotate(const at::Tensor& x, const RotaryAngles& angles, std::int64_t rotary_dim) {
+  if (rotary_dim == x.size(-1)) return apply_rotary(x, angles);
+  auto rotated = apply_rotary(x.narrow(-1, 0, rotary_dim).contiguous(), angles);
+  return at::cat({rotated, x.narrow(-1, rotary_dim, x.size(-1) - rotary_dim)}, -1);
+}
+
+double attention_scale(const CausalTransformerConfig& config) {
+  if (config.attention_scale > 0) return config.attention_scale;
+  return 1.0 / std::sqrt(config.query_pre_attn_scalar > 0 ? config.query_pre_attn_scalar : double(config.resolved_head_dim()));
+}
+
 }  // namespace
 
 AttentionImpl::AttentionImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype)
     : num_heads(config.num_heads),
       num_kv_heads(config.resolved_kv_heads()),
       head_dim(config.resolved_head_dim()),
-      scale(1.0 / std::sqrt(config.query_pre_attn_scalar > 0 ? config.query_pre_attn_scalar : double(config.resolved_head_dim()))),
+      rotary_dim(config.positions == "rotary" ? config.resolved_rotary_dim() : 0),
+      qk_norm_per_head(config.qk_norm_per_head),
+      scale(attention_scale(config)),
       logit_softcap(config.attn_logit_softcap),
-      custom_scale(config.query_pre_attn_scalar > 0) {
+      custom_scale(config.query_pre_attn_scalar > 0 || config.attention_scale > 0) {
   auto e = config.emb_features;
   q_proj = register_module("q_proj", Linear(e, num_heads * head_dim, config.attention_bias, param_dtype));
   k_proj = register_module("k_proj", Linear(e, num_kv_heads * head_dim, config.attention_bias, param_dtype));
   v_proj = register_module("v_proj", Linear(e, num_kv_heads * head_dim, config.attention_bias, param_dtype));
   o_proj = register_module("o_proj", Linear(num_heads * head_dim, e, config.attention_output_bias, param_dtype));
-  if (config.qk_norm) {
-    q_norm = register_module("q_norm", RMSNorm(head_dim, config.norm_eps, param_dtype, config.norm_weight_offset));
-    k_norm = register_module("k_norm", RMSNorm(head_dim, config.norm_eps, param_dtype, config.norm_weight_offset));
+  if (config.qk_norm) {  // over each head, or (OLMo 2) over the whole projection
+    auto q_features = qk_norm_per_head ? head_dim : num_heads * head_dim, k_features = qk_norm_per_head ? head_dim : num_kv_heads * head_dim;
+    q_norm = register_module("q_norm", RMSNorm(q_features, config.norm_eps, param_dtype, config.norm_weight_offset));
+    k_norm = register_module("k_norm", RMSNorm(k_features, config.norm_eps, param_dtype, config.norm_weight_offset));
   }
 }
 
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const AttentionCall& call) {
   auto B = x.size(0), S = x.size(1);
-  auto q = q_proj->forward(x).view({B, S, num_heads, head_dim});
-  auto k = k_proj->forward(x).view({B, S, num_kv_heads, head_dim});
-  auto v = v_proj->forward(x).view({B, S, num_kv_heads, head_dim}).transpose(1, 2);
-  if (q_norm) {
+  auto q = q_proj->forward(x), k = k_proj->forward(x);
+  if (q_norm && !qk_norm_per_head) {
     q = q_norm->forward(q);
     k = k_norm->forward(k);
   }
-  q = apply_rotary(q.transpose(1, 2), *call.angles);
-  k = apply_rotary(k.transpose(1, 2), *call.angles);
+  q = q.view({B, S, num_heads, head_dim});
+  k = k.view({B, S, num_kv_heads, head_dim});
+  auto v = v_proj->forward(x).view({B, S, num_kv_heads, head_dim}).transpose(1, 2);
+  if (q_norm && qk_norm_per_head) {
+    q = q_norm->forward(q);
+    k = k_norm->forward(k);
+  }
+  q = q.transpose(1, 2), k = k.transpose(1, 2);
+  if (rotary_dim > 0) {
+    q = rotate(q, *call.angles, rotary_dim);
+    k = rotate(k, *call.angles, rotary_dim);
+  }
   if (call.cache) {
     auto& cache = *call.cache;
     cache.keys[call.layer].scatter_(2, call.cache_slots, k);

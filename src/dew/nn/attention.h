@@ -12,7 +12,7 @@
 namespace dew::nn {
 
 struct AttentionCall {
-  const RotaryAngles* angles = nullptr;
+  const RotaryAngles* angles = nullptr;  // null for a model with learned positions
   at::Tensor mask;         // bool [B, 1, S, L]; undefined with is_causal (the fast path)
   bool is_causal = false;  // no mask: plain causal over the S queries themselves
   KVCache* cache = nullptr;
@@ -28,6 +28,8 @@ class AttentionImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x, const AttentionCall& call);
 
   std::int64_t num_heads, num_kv_heads, head_dim;
+  std::int64_t rotary_dim;  // 0: no rotary positions (learned ones); < head_dim: partial rotary
+  bool qk_norm_per_head;
   double scale, logit_softcap;  // scale: query_pre_attn_scalar^-0.5, else head_dim^-0.5
   bool custom_scale;
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};

@@ -19,18 +19,20 @@ EmbeddingImpl::EmbeddingImpl(std::int64_t vocab, std::int64_t features, c10::Sca
 }
 
 namespace {
-RMSNorm make_norm(const CausalTransformerConfig& config, c10::ScalarType param_dtype) {
-  return RMSNorm(config.emb_features, config.norm_eps, param_dtype, config.norm_weight_offset);
+Norm make_norm(const CausalTransformerConfig& config, c10::ScalarType param_dtype) {
+  return Norm(config.emb_features, config, param_dtype);
 }
 }  // namespace
 
 DecoderBlockImpl::DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype)
-    : compute_dtype_(parse_dtype(config.dtype)) {
-  input_layernorm = register_module("input_layernorm", make_norm(config, param_dtype));
+    : compute_dtype_(parse_dtype(config.dtype)),
+      parallel_residual_(config.parallel_residual),
+      residual_multiplier_(config.residual_multiplier) {
+  if (config.pre_norms) input_layernorm = register_module("input_layernorm", make_norm(config, param_dtype));
   self_attn = register_module("self_attn", Attention(config, param_dtype));
   post_attention_layernorm = register_module("post_attention_layernorm", make_norm(config, param_dtype));
   if (config.sandwich_norms) {
-    pre_feedforward_layernorm = register_module("pre_feedforward_layernorm", make_norm(config, param_dtype));
+    if (config.pre_norms) pre_feedforward_layernorm = register_module("pre_feedforward_layernorm", make_norm(config, param_dtype));
     post_feedforward_layernorm = register_module("post_feedforward_layernorm", make_norm(config, param_dtype));
   }
   mlp = register_module("mlp", Mlp(config, param_dtype));
@@ -39,17 +41,27 @@ DecoderBlockImpl::DecoderBlockImpl(const CausalTransformerConfig& config, c10::S
 at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const AttentionCall& call) {
   // The norms compute in float32 and return the residual's dtype; a sublayer's input is cast to the compute
   // dtype (a no-op when the two agree), and `x + sublayer(...)` sums in the wider of the two.
-  auto in = [&](RMSNorm& norm, const at::Tensor& t) { return norm->forward(t).to(compute_dtype_); };
-  if (pre_feedforward_layernorm) {  // Gemma 2/3: each sublayer's output is normed before its residual add
-    auto h = x + post_attention_layernorm->forward(self_attn->forward(in(input_layernorm, x), call));
-    return h + post_feedforward_layernorm->forward(mlp->forward(in(pre_feedforward_layernorm, h)));
+  // A null norm (OLMo 2 has no pre-norms) passes its input through.
+  auto in = [&](Norm& norm, const at::Tensor& t) { return (norm ? norm->forward(t) : t).to(compute_dtype_); };
+  // Granite scales each sublayer's output before adding it; 1 elsewhere, and then no multiply at all.
+  auto scaled = [&](const at::Tensor& t) { return residual_multiplier_ == 1.0 ? t : t * residual_multiplier_; };
+  if (post_feedforward_layernorm) {  // Gemma 2/3, OLMo 2: each sublayer's output is normed before its residual add
+    auto h = x + scaled(post_attention_layernorm->forward(self_attn->forward(in(input_layernorm, x), call)));
+    return h + scaled(post_feedforward_layernorm->forward(mlp->forward(in(pre_feedforward_layernorm, h))));
   }
-  auto h = x + self_attn->forward(in(input_layernorm, x), call);
-  return h + mlp->forward(in(post_attention_layernorm, h));
+  if (parallel_residual_) {  // GPT-NeoX: both sublayers read the block's input, summed as transformers sums them
+    auto attention = self_attn->forward(in(input_layernorm, x), call);
+    return mlp->forward(in(post_attention_layernorm, x)) + attention + x;
+  }
+  auto h = x + scaled(self_attn->forward(in(input_layernorm, x), call));
+  return h + scaled(mlp->forward(in(post_attention_layernorm, h)));
 }
 
 DecoderStackImpl::DecoderStackImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) {
   embed_tokens = register_module("embed_tokens", Embedding(config.vocab_size, config.emb_features, param_dtype));
+  if (config.positions == "learned") {
+    embed_positions = register_module("embed_positions", Embedding(config.max_seq_len, config.emb_features, param_dtype));
+  }
   layers = register_module("layers", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderBlock(config, param_dtype));
   norm = register_module("norm", make_norm(config, param_dtype));
@@ -123,6 +135,10 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
   auto x = table->quantized ? table->quantized->embedding(in.ids).to(residual_dtype_)
                             : at::embedding(table->weight, in.ids).to(residual_dtype_);
   if (config_.embedding_scale != 1.0) x = x * config_.embedding_scale;
+  if (model->embed_positions) {  // learned positions (GPT-2), at each token's own position (left padding, cache)
+    auto positions = in.positions.defined() ? in.positions : at::arange(in.ids.size(1), in.ids.options().dtype(at::kLong)).unsqueeze(0);
+    x = x + at::embedding(model->embed_positions->weight, positions).to(residual_dtype_);
+  }
   DecoderLayerCalls calls(config_, in, compute_dtype_);
   for (std::int64_t i = 0; i < config_.num_layers; ++i) {
     const AttentionCall call = calls.call(i);
@@ -130,7 +146,7 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
     if (runner_) {
       // The runner may call the layer again later (in backward): the call keeps its own copy of the angles,
       // which live in `calls`.
-      auto angles = std::make_shared<RotaryAngles>(*call.angles);
+      auto angles = call.angles ? std::make_shared<RotaryAngles>(*call.angles) : nullptr;
       x = runner_(i, x, [block, call, angles](const at::Tensor& h) {
         AttentionCall again = call;
         again.angles = angles.get();
@@ -152,6 +168,7 @@ std::vector<std::shared_ptr<torch::nn::Module>> CausalTransformerImpl::stacked_l
 at::Tensor CausalTransformerImpl::logits(const at::Tensor& hidden) const {
   const QuantizedMatrix* head = output_quantized();
   auto out = head ? head->linear(hidden) : dense(hidden, output_weight()).to(at::kFloat);
+  if (config_.logits_scaling != 1.0) out = out / config_.logits_scaling;  // Granite
   if (config_.final_logit_softcap > 0) {
     out = at::tanh(out / config_.final_logit_softcap) * config_.final_logit_softcap;
   }

@@ -4,7 +4,10 @@
 //   model.embed_tokens.weight, model.layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj, self_attn.{q,k}_norm,
 //   post_attention_layernorm, mlp.{gate,up,down}_proj}.weight, model.norm.weight, lm_head.weight (untied only).
 // With sandwich_norms (Gemma 2/3) a block also has pre_feedforward_layernorm and post_feedforward_layernorm,
-// and post_attention_layernorm normalises the attention output before the residual add, as Gemma names them.
+// and post_attention_layernorm normalises the attention output before the residual add, as Gemma names them;
+// without pre_norms (OLMo 2) a block has only those two post-norms. norm = layernorm gives every norm a bias
+// (GPT-2, GPT-NeoX); positions = learned adds model.embed_positions.weight [max_seq_len, E] to the embeddings
+// (GPT-2). Other families' tensor names are mapped to these in interop/.
 #include <cstdint>
 
 #include "dew/nn/attention.h"
@@ -40,13 +43,15 @@ class DecoderBlockImpl : public torch::nn::Module {
   // x [B, S, E] in the residual dtype; the sublayers compute in the compute dtype and their outputs are
   // added to x in x's dtype.
   at::Tensor forward(const at::Tensor& x, const AttentionCall& call);
-  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
-  RMSNorm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  // sandwich_norms only
+  Norm input_layernorm{nullptr}, post_attention_layernorm{nullptr};  // input_layernorm: pre_norms only
+  Norm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  // sandwich_norms only (pre_: with pre_norms)
   Attention self_attn{nullptr};
   Mlp mlp{nullptr};
 
  private:
   c10::ScalarType compute_dtype_;
+  bool parallel_residual_;
+  double residual_multiplier_;
 };
 TORCH_MODULE(DecoderBlock);
 
@@ -55,8 +60,9 @@ class DecoderStackImpl : public torch::nn::Module {
  public:
   DecoderStackImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype);
   Embedding embed_tokens{nullptr};
+  Embedding embed_positions{nullptr};  // positions = learned only
   torch::nn::ModuleList layers{nullptr};
-  RMSNorm norm{nullptr};
+  Norm norm{nullptr};
 };
 TORCH_MODULE(DecoderStack);
 

@@ -57,10 +57,22 @@ void CausalTransformerConfig::validate() const {
   if (num_heads % resolved_kv_heads() != 0) {
     dew::fail("model.num_heads (", num_heads, ") must be a multiple of model.num_kv_heads (", resolved_kv_heads(), ")");
   }
-  if (resolved_head_dim() % 2 != 0) dew::fail("the head dimension must be even for rotary positions, got ", resolved_head_dim());
-  if (mlp != "swiglu" && mlp != "geglu" && mlp != "gelu") {
-    dew::fail("model.mlp is '", mlp, "'; use swiglu, geglu or gelu");
+  if (positions != "rotary" && positions != "learned") dew::fail("model.positions is '", positions, "'; use rotary or learned");
+  if (positions == "rotary" && resolved_head_dim() % 2 != 0) {
+    dew::fail("the head dimension must be even for rotary positions, got ", resolved_head_dim());
   }
+  if (rotary_dim < 0 || rotary_dim > resolved_head_dim() || rotary_dim % 2 != 0) {
+    dew::fail("model.rotary_dim is ", rotary_dim, "; use an even number of features in [0, head_dim = ", resolved_head_dim(), "] (0 = all)");
+  }
+  if (mlp != "swiglu" && mlp != "geglu" && mlp != "gelu" && mlp != "gelu_erf") {
+    dew::fail("model.mlp is '", mlp, "'; use swiglu, geglu, gelu or gelu_erf");
+  }
+  if (norm != "rmsnorm" && norm != "layernorm") dew::fail("model.norm is '", norm, "'; use rmsnorm or layernorm");
+  if (!pre_norms && !sandwich_norms) {
+    dew::fail("model.pre_norms is false without model.sandwich_norms: the block would have no norm at all; set sandwich_norms=true");
+  }
+  if (!pre_norms && parallel_residual) dew::fail("model.parallel_residual needs model.pre_norms (each branch reads a normed input)");
+  if (sandwich_norms && parallel_residual) dew::fail("model.parallel_residual and model.sandwich_norms together are not a block dew computes");
   if (!layer_types.empty() && static_cast<std::int64_t>(layer_types.size()) != num_layers) {
     dew::fail("model.layer_types has ", layer_types.size(), " entries but model.num_layers is ", num_layers);
   }
@@ -93,6 +105,12 @@ void CausalTransformerConfig::validate() const {
     dew::fail("model.rope_scaling for llama3 needs 0 < low_freq_factor < high_freq_factor and a positive "
               "original_max_position_embeddings; got low_freq_factor ", rope_scaling.low_freq_factor, ", high_freq_factor ",
               rope_scaling.high_freq_factor, ", original_max_position_embeddings ", rope_scaling.original_max_position_embeddings);
+  }
+  finite_positive(residual_multiplier, "residual_multiplier");
+  finite_positive(logits_scaling, "logits_scaling");
+  finite_non_negative(attention_scale, "attention_scale");
+  if (attention_scale > 0 && query_pre_attn_scalar > 0) {
+    dew::fail("model.attention_scale and model.query_pre_attn_scalar both set the attention scale; set one of them");
   }
   finite_non_negative(attn_logit_softcap, "attn_logit_softcap");
   finite_non_negative(query_pre_attn_scalar, "query_pre_attn_scalar");

@@ -50,20 +50,29 @@ struct CausalTransformerConfig {
   std::int64_t num_heads = 4;
   std::int64_t num_kv_heads = 0;  // 0 = num_heads (no grouping)
   std::int64_t head_dim = 0;      // 0 = emb_features / num_heads
-  std::string mlp = "swiglu";     // swiglu | geglu | gelu
+  std::string mlp = "swiglu";     // swiglu | geglu | gelu (tanh, ungated) | gelu_erf (exact, ungated)
   std::int64_t mlp_features = 0;  // 0 = 4 * emb_features
   std::int64_t max_seq_len = 256;
+  std::string positions = "rotary";  // rotary | learned (GPT-2: a table of max_seq_len position embeddings)
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
+  std::int64_t rotary_dim = 0;  // features of a head that rotate (the first ones); 0 = all (GPT-NeoX, Phi-3: fewer)
   std::vector<std::string> layer_types;         // empty = every layer "full_attention"
   std::map<std::string, LayerKind> kinds;       // what each non-full kind does
+  std::string norm = "rmsnorm";  // rmsnorm | layernorm (with a bias: GPT-2, GPT-NeoX)
   double norm_eps = 1e-6;
   bool qk_norm = true;
+  bool qk_norm_per_head = true;  // false: q/k norms over the whole projection (OLMo 2), not each head
   bool attention_bias = false;
   bool attention_output_bias = false;  // Llama/Gemma with attention_bias have it; Qwen2 has q/k/v biases only
   bool mlp_bias = false;
   double norm_weight_offset = 0.0;  // RMSNorm scales by (offset + weight); Gemma stores weight - 1 and uses 1
   bool sandwich_norms = false;       // Gemma 2/3: norms after attention and MLP as well as before
+  bool pre_norms = true;             // false (with sandwich_norms): only the norms after each sublayer (OLMo 2)
+  bool parallel_residual = false;    // x + attn(norm1(x)) + mlp(norm2(x)) (GPT-NeoX)
+  double residual_multiplier = 1.0;  // each sublayer's output is scaled by this before its residual add (Granite)
+  double attention_scale = 0.0;      // attention scores' scale; 0 = query_pre_attn_scalar^-0.5 or head_dim^-0.5 (Granite sets it)
+  double logits_scaling = 1.0;       // logits are divided by this (Granite)
   double attn_logit_softcap = 0.0;  // 0 = off; else attention scores = cap * tanh(scores / cap) (Gemma 2)
   double query_pre_attn_scalar = 0.0;  // attention scale is this^-0.5; 0 = head_dim (Gemma 2/3 set it)
   bool tie_embeddings = true;
@@ -88,21 +97,30 @@ struct CausalTransformerConfig {
     v("num_heads", num_heads, "query heads");
     v("num_kv_heads", num_kv_heads, "key/value heads (grouped-query attention); 0 = num_heads");
     v("head_dim", head_dim, "features per head; 0 = emb_features / num_heads");
-    v("mlp", mlp, "swiglu, geglu or gelu");
+    v("mlp", mlp, "swiglu, geglu, gelu (tanh approximation, ungated) or gelu_erf (exact, ungated)");
     v("mlp_features", mlp_features, "hidden width of the MLP; 0 = 4 * emb_features");
     v("max_seq_len", max_seq_len, "longest sequence (positions) the model accepts");
+    v("positions", positions, "rotary (rotary positions in attention) or learned (a position embedding table added to the tokens', GPT-2)");
     v("rope_theta", rope_theta, "rotary position base");
     v("rope_scaling", rope_scaling, "rotary frequency scaling for long contexts: {\"type\": \"llama3\", \"factor\": 8, ...}");
+    v("rotary_dim", rotary_dim, "features of each head that rotate, the first ones (partial rotary: GPT-NeoX, Phi-3); 0 = all");
     v("layer_types", layer_types, "kind of each layer, e.g. [\"sliding_attention\", \"full_attention\"]; empty = all full");
     v("kinds", kinds, "what each layer kind does: {\"sliding_attention\": {\"window\": 8}}");
-    v("norm_eps", norm_eps, "RMSNorm epsilon");
+    v("norm", norm, "rmsnorm, or layernorm (LayerNorm with a bias: GPT-2, GPT-NeoX)");
+    v("norm_eps", norm_eps, "the norms' epsilon");
     v("qk_norm", qk_norm, "RMSNorm on each head's queries and keys (Qwen3, Gemma 3)");
+    v("qk_norm_per_head", qk_norm_per_head, "false: the q/k norms normalise the whole projection, all heads at once (OLMo 2)");
     v("attention_bias", attention_bias, "biases on the q/k/v projections");
     v("attention_output_bias", attention_output_bias, "a bias on the attention output projection (o_proj)");
     v("mlp_bias", mlp_bias, "biases on the MLP projections");
     v("norm_weight_offset", norm_weight_offset, "RMSNorm multiplies by (offset + weight); Gemma uses 1 (weights stored minus one)");
     v("sandwich_norms", sandwich_norms,
       "Gemma 2/3 blocks: post_attention_layernorm on the attention output, pre_/post_feedforward_layernorm around the MLP");
+    v("pre_norms", pre_norms, "false (with sandwich_norms): no norms before the sublayers, only after them (OLMo 2)");
+    v("parallel_residual", parallel_residual, "attention and MLP both read the block's input: x + attn(norm1(x)) + mlp(norm2(x)) (GPT-NeoX)");
+    v("residual_multiplier", residual_multiplier, "each sublayer's output is multiplied by this before its residual add (Granite)");
+    v("attention_scale", attention_scale, "scale of the attention scores; 0 = query_pre_attn_scalar^-0.5, else head_dim^-0.5 (Granite's attention_multiplier)");
+    v("logits_scaling", logits_scaling, "the logits are divided by this (Granite)");
     v("attn_logit_softcap", attn_logit_softcap, "0 = off; else attention scores become cap * tanh(scores / cap)");
     v("query_pre_attn_scalar", query_pre_attn_scalar, "attention scores are scaled by this^-0.5; 0 = head_dim");
     v("tie_embeddings", tie_embeddings, "the output projection reuses the embedding matrix");
@@ -120,6 +138,7 @@ struct CausalTransformerConfig {
 
   std::int64_t resolved_kv_heads() const { return num_kv_heads > 0 ? num_kv_heads : num_heads; }
   std::int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : emb_features / num_heads; }
+  std::int64_t resolved_rotary_dim() const { return rotary_dim > 0 ? rotary_dim : resolved_head_dim(); }
   std::int64_t resolved_mlp_features() const { return mlp_features > 0 ? mlp_features : 4 * emb_features; }
   // The window of layer i (0 = full attention).
   std::int64_t window_of_layer(std::int64_t layer) const;

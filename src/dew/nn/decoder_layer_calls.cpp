@@ -66,13 +66,15 @@ AttentionCall DecoderLayerCalls::call(std::int64_t layer) {
 }
 
 const RotaryAngles* DecoderLayerCalls::angles_for(std::int64_t layer) {
-  // The model's base (with its scaling), and any layer kind's own.
+  if (config_.positions != "rotary") return nullptr;  // learned positions: added to the embeddings instead
+  // The model's base (with its scaling), and any layer kind's own; over the rotating features only.
+  const auto dims = config_.resolved_rotary_dim();
   const double theta = config_.kind_rope_theta_of_layer(layer);
   auto it = angles_by_theta_.find(theta);
   if (it == angles_by_theta_.end()) {
     const auto device = in_.ids.device();
-    auto inv_freq = theta > 0 ? rotary_inv_freq(config_.resolved_head_dim(), theta, RopeScaling{}, device)
-                              : rotary_inv_freq(config_.resolved_head_dim(), config_.rope_theta, config_.rope_scaling, device);
+    auto inv_freq = theta > 0 ? rotary_inv_freq(dims, theta, RopeScaling{}, device)
+                              : rotary_inv_freq(dims, config_.rope_theta, config_.rope_scaling, device);
     it = angles_by_theta_.emplace(theta, rotary_angles(positions_, inv_freq, compute_dtype_)).first;
   }
   return &it->second;

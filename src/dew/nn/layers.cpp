@@ -3,6 +3,7 @@
 #include "dew/core/error.h"
 #include "dew/nn/activations.h"
 #include "dew/nn/cpu_matmul.h"
+#include "dew/nn/layer_norm.h"
 #include "dew/nn/quantized/quantized_matrix.h"
 #include "dew/nn/rms_norm.h"
 
@@ -55,10 +56,25 @@ RMSNormImpl::RMSNormImpl(std::int64_t features, double eps_, c10::ScalarType par
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) const { return rms_norm(x, weight, eps, weight_offset); }
 
+NormImpl::NormImpl(std::int64_t features, const CausalTransformerConfig& config, c10::ScalarType param_dtype)
+    : eps(config.norm_eps), weight_offset(config.norm_weight_offset) {
+  const auto options = at::TensorOptions().dtype(param_dtype);
+  weight = register_parameter("weight", at::full({features}, 1.0 - weight_offset, options));  // the identity
+  if (config.norm == "layernorm") bias = register_parameter("bias", at::zeros({features}, options));
+}
+
+at::Tensor NormImpl::forward(const at::Tensor& x) const {
+  if (!bias.defined()) return rms_norm(x, weight, eps, weight_offset);
+  auto y = affine_layer_norm(x.to(at::kFloat), weight.to(at::kFloat), bias.to(at::kFloat), eps);
+  return y.scalar_type() == x.scalar_type() ? y : y.to(x.scalar_type());
+}
+
+bool gated_mlp(const std::string& kind) { return kind == "swiglu" || kind == "geglu"; }
+
 MlpImpl::MlpImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) : kind(config.mlp) {
   auto d = config.emb_features, h = config.resolved_mlp_features();
   bool bias = config.mlp_bias;
-  if (kind != "gelu") gate_proj = register_module("gate_proj", Linear(d, h, bias, param_dtype));
+  if (gated_mlp(kind)) gate_proj = register_module("gate_proj", Linear(d, h, bias, param_dtype));
   up_proj = register_module("up_proj", Linear(d, h, bias, param_dtype));
   down_proj = register_module("down_proj", Linear(h, d, bias, param_dtype));
 }
@@ -66,6 +82,7 @@ MlpImpl::MlpImpl(const CausalTransformerConfig& config, c10::ScalarType param_dt
 at::Tensor MlpImpl::forward(const at::Tensor& x) const {
   if (kind == "swiglu") return down_proj->forward(swiglu(gate_proj->forward(x), up_proj->forward(x)));
   if (kind == "geglu") return down_proj->forward(geglu(gate_proj->forward(x), up_proj->forward(x)));
+  if (kind == "gelu_erf") return down_proj->forward(at::gelu(up_proj->forward(x)));
   return down_proj->forward(dew::nn::gelu_tanh(up_proj->forward(x)));
 }
 

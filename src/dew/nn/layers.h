@@ -56,6 +56,20 @@ class RMSNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RMSNorm);
 
+// The decoder's block and final norms, per config.norm: RMSNorm (weight, with Gemma's offset) or LayerNorm with
+// a weight and a bias (GPT-2, GPT-NeoX). LayerNorm computes in float32 and returns x's dtype, as RMSNorm does.
+class NormImpl : public torch::nn::Module {
+ public:
+  NormImpl(std::int64_t features, const CausalTransformerConfig& config, c10::ScalarType param_dtype);
+  at::Tensor forward(const at::Tensor& x) const;
+  at::Tensor weight, bias;  // bias: layernorm only
+  double eps, weight_offset;
+};
+TORCH_MODULE(Norm);
+
+// Whether an MLP kind has a gate projection (swiglu, geglu) or is ungated (gelu, gelu_erf).
+bool gated_mlp(const std::string& kind);
+
 class MlpImpl : public torch::nn::Module {
  public:
   MlpImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype);

@@ -13,12 +13,15 @@ std::int64_t parameter_count(const CausalTransformerConfig& c) {
   double attention = e * q + 2 * e * kv + q * e;
   if (c.attention_bias) attention += q + 2 * kv;
   if (c.attention_output_bias) attention += e;
-  if (c.qk_norm) attention += 2 * d;
-  const double projections = c.mlp == "gelu" ? 2 : 3;
+  if (c.qk_norm) attention += c.qk_norm_per_head ? 2 * d : q + kv;
+  const bool gated = c.mlp == "swiglu" || c.mlp == "geglu";
+  const double projections = gated ? 3 : 2;
   double mlp = projections * e * f;
   if (c.mlp_bias) mlp += (projections - 1) * f + e;
-  const double norms = (c.sandwich_norms ? 4 : 2) * e;
-  double total = v * e + static_cast<double>(c.num_layers) * (attention + mlp + norms) + e;
+  const double per_norm = c.norm == "layernorm" ? 2 * e : e;  // LayerNorm has a bias
+  const double norms = (c.sandwich_norms ? (c.pre_norms ? 4 : 2) : 2) * per_norm;
+  double total = v * e + static_cast<double>(c.num_layers) * (attention + mlp + norms) + per_norm;
+  if (c.positions == "learned") total += static_cast<double>(c.max_seq_len) * e;
   if (!c.tie_embeddings) total += v * e;
   if (total >= static_cast<double>(std::numeric_limits<std::int64_t>::max())) return std::numeric_limits<std::int64_t>::max();
   return static_cast<std::int64_t>(total);
