@@ -15,7 +15,10 @@
 #include "dew/core/config.h"
 #include "dew/core/error.h"
 #include "dew/data/tokenizers/byte_tokenizer.h"
+#include "dew/data/tokenizers/gguf_tokenizer.h"
+#include "dew/data/tokenizers/tokenizer.h"
 #include "dew/formats/gguf.h"
+#include "dew/formats/gguf_writer.h"
 #include "dew/formats/safetensors.h"
 #include "dew/interop/gguf_export.h"
 #include "dew/interop/gguf_model.h"
@@ -193,6 +196,21 @@ TEST(GgufExport, RefusesModelsAndTokenizersByFieldAndWritesNothing) {
   message = error_of([&] { save_gguf_model(m.model, m.tokenizer, "qwen3", out, GgmlType::F32); });
   EXPECT_NE(message.find("qk_norm"), std::string::npos) << message;
   EXPECT_FALSE(fs::exists(out));
+}
+
+// A vocabulary dew learned (GPT-2's split) is written with the pre-tokenizer name llama.cpp knows: its
+// llama-vocab.cpp accepts "gpt-2" and refuses "gpt2" ("unknown pre-tokenizer type"), which dew wrote before.
+TEST(GgufExport, ALearnedVocabularyGetsThePreTokenizerNameLlamaCppKnows) {
+  data::PretrainedTokenizer learned;
+  learned.tokenizer = data::load_tokenizer((test::fixtures() / "trained_bpe" / "tokenizer.json").string());
+  formats::GgufWriter writer;
+  add_gguf_tokenizer(writer, learned, learned.tokenizer->vocab_size(), "");
+  std::string pre;
+  for (const auto& [key, value] : writer.metadata())
+    if (key == "tokenizer.ggml.pre") pre = value.as_string();
+  EXPECT_EQ(pre, "gpt-2");
+  // And dew reads it back as the same split.
+  EXPECT_NO_THROW(data::gguf_pre_tokenizer(pre, "(test)"));
 }
 
 // ---- gguf-py and transformers --------------------------------------------------------------------------

@@ -13,16 +13,18 @@ namespace {
 constexpr std::int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;
 
 // The llama.cpp pre-tokenizer name whose regexes (and whole-token rule) are the tokenizer's. One name per
-// distinct behaviour: the loader maps its aliases to the same regexes.
+// distinct behaviour, spelled as llama.cpp's llama-vocab.cpp spells it: it refuses a name it does not know
+// ("unknown pre-tokenizer type"), and GPT-2's is "gpt-2" there; dew's reader also takes "gpt2", which dew
+// wrote before, but llama.cpp does not.
 std::string infer_pre(const data::BpeDefinition& definition) {
-  for (const char* name : {"gpt2", "smollm", "qwen2", "llama-bpe"}) {
+  for (const char* name : {"gpt-2", "smollm", "qwen2", "llama-bpe"}) {
     data::GgufPreTokenizer pre = data::gguf_pre_tokenizer(name, "(export)");
     if (pre.split_patterns == definition.split_patterns && pre.ignore_merges == definition.ignore_merges) return name;
   }
   std::string patterns;
   for (const auto& p : definition.split_patterns) patterns += (patterns.empty() ? "" : ", ") + p;
   dew::fail("GGUF export: the tokenizer's pre-tokenizer (split patterns [", patterns, "], ignore_merges ",
-            definition.ignore_merges, ") matches no llama.cpp tokenizer.ggml.pre name dew knows (gpt2, smollm, "
+            definition.ignore_merges, ") matches no llama.cpp tokenizer.ggml.pre name dew knows (gpt-2, smollm, "
             "qwen2, llama-bpe); set GgufExportOptions::tokenizer_pre if you know the right one");
 }
 
