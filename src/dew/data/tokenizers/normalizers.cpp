@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "dew/core/error.h"
+#include "dew/data/tokenizers/component_table.h"
 #include "dew/data/tokenizers/base64.h"
 #include "dew/data/tokenizers/normalizer.h"
 #include "dew/data/tokenizers/precompiled_charsmap.h"
@@ -143,12 +144,7 @@ class Sequence final : public Normalizer {
   std::vector<NormalizerPtr> steps_;
 };
 
-using Reader = NormalizerPtr (*)(const JsonFields&, const json&, const std::string&);
-
-struct Row {
-  const char* type;
-  Reader read;
-};
+using Row = ComponentRow<NormalizerPtr>;
 
 const std::vector<Row>& table() {
   static const std::vector<Row> rows = {
@@ -187,11 +183,7 @@ const std::vector<Row>& table() {
                                                  f.boolean_or(node, "handle_chinese_chars", true, where + ".handle_chinese_chars"),
                                                  f.boolean_or(node, "strip_accents", lower, where + ".strip_accents"), lower); }},
       {"Sequence", [](const JsonFields& f, const json& node, const std::string& where) -> NormalizerPtr {
-         const json& list = f.array(f.need(node, "normalizers", where + ".normalizers"), where + ".normalizers");
-         std::vector<NormalizerPtr> steps;
-         for (std::size_t i = 0; i < list.size(); ++i)
-           steps.push_back(read_normalizer(f, list[i], str(where, ".normalizers[", i, "]")));
-         return std::make_unique<Sequence>(std::move(steps)); }},
+         return std::make_unique<Sequence>(read_component_list<NormalizerPtr>(f, node, "normalizers", where, read_normalizer)); }},
   };
   return rows;
 }
@@ -199,13 +191,7 @@ const std::vector<Row>& table() {
 }  // namespace
 
 NormalizerPtr read_normalizer(const JsonFields& fields, const json& node, const std::string& where) {
-  std::string type = fields.type(node, where);
-  std::vector<std::string> names;
-  for (const Row& row : table()) {
-    if (type == row.type) return row.read(fields, node, where);
-    names.emplace_back(row.type);
-  }
-  fields.unknown_type(where, type, names);
+  return read_component(table(), fields, node, where);
 }
 
 NormalizerPtr make_normalizer_sequence(std::vector<NormalizerPtr> steps) {

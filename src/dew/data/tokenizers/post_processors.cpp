@@ -1,5 +1,6 @@
 // The tokenizer.json post-processors for one sequence, and the table that reads them.
 #include "dew/core/error.h"
+#include "dew/data/tokenizers/component_table.h"
 #include "dew/data/tokenizers/post_processor.h"
 
 namespace dew::data {
@@ -70,11 +71,7 @@ PostProcessorPtr read_cls_sep(const JsonFields& f, const json& node, const std::
   return std::make_unique<Surround>(std::vector<TokenId>{id_of("cls")}, std::vector<TokenId>{id_of("sep")});
 }
 
-using Reader = PostProcessorPtr (*)(const JsonFields&, const json&, const std::string&);
-struct Row {
-  const char* type;
-  Reader read;
-};
+using Row = ComponentRow<PostProcessorPtr>;
 
 const std::vector<Row>& table() {
   static const std::vector<Row> rows = {
@@ -84,11 +81,7 @@ const std::vector<Row>& table() {
       {"ByteLevel", [](const JsonFields&, const json&, const std::string&) -> PostProcessorPtr {
          return std::make_unique<Surround>(std::vector<TokenId>{}, std::vector<TokenId>{}); }},
       {"Sequence", [](const JsonFields& f, const json& node, const std::string& where) -> PostProcessorPtr {
-         const json& list = f.array(f.need(node, "processors", where + ".processors"), where + ".processors");
-         std::vector<PostProcessorPtr> steps;
-         for (std::size_t i = 0; i < list.size(); ++i)
-           steps.push_back(read_post_processor(f, list[i], str(where, ".processors[", i, "]")));
-         return std::make_unique<Sequence>(std::move(steps)); }},
+         return std::make_unique<Sequence>(read_component_list<PostProcessorPtr>(f, node, "processors", where, read_post_processor)); }},
   };
   return rows;
 }
@@ -96,13 +89,7 @@ const std::vector<Row>& table() {
 }  // namespace
 
 PostProcessorPtr read_post_processor(const JsonFields& fields, const json& node, const std::string& where) {
-  std::string type = fields.type(node, where);
-  std::vector<std::string> names;
-  for (const Row& row : table()) {
-    if (type == row.type) return row.read(fields, node, where);
-    names.emplace_back(row.type);
-  }
-  fields.unknown_type(where, type, names);
+  return read_component(table(), fields, node, where);
 }
 
 PostProcessorPtr make_bos_eos_processor(std::optional<TokenId> bos, std::optional<TokenId> eos) {

@@ -1,5 +1,6 @@
 // The tokenizer.json pre-tokenizers, one class per Hugging Face type, and the table that reads them.
 #include "dew/core/error.h"
+#include "dew/data/tokenizers/component_table.h"
 #include "dew/data/tokenizers/byte_level.h"
 #include "dew/data/tokenizers/pre_tokenizer_step.h"
 #include "dew/data/tokenizers/pretokenizer.h"
@@ -154,11 +155,7 @@ std::string read_metaspace_replacement(const JsonFields& f, const json& node, co
   return replacement;
 }
 
-using Reader = PreTokenizerStepPtr (*)(const JsonFields&, const json&, const std::string&);
-struct Row {
-  const char* type;
-  Reader read;
-};
+using Row = ComponentRow<PreTokenizerStepPtr>;
 
 const std::vector<Row>& table() {
   static const std::vector<Row> rows = {
@@ -192,11 +189,7 @@ const std::vector<Row>& table() {
            f.fail_at(where + ".delimiter", str("is \"", delimiter, "\"; it must be one character"));
          return std::make_unique<CharacterSplit>(equals, utf8_char_at(delimiter, 0, n), SplitBehavior::Removed); }},
       {"Sequence", [](const JsonFields& f, const json& node, const std::string& where) -> PreTokenizerStepPtr {
-         const json& list = f.array(f.need(node, "pretokenizers", where + ".pretokenizers"), where + ".pretokenizers");
-         std::vector<PreTokenizerStepPtr> steps;
-         for (std::size_t i = 0; i < list.size(); ++i)
-           steps.push_back(read_pre_tokenizer_step(f, list[i], str(where, ".pretokenizers[", i, "]")));
-         return std::make_unique<Sequence>(std::move(steps)); }},
+         return std::make_unique<Sequence>(read_component_list<PreTokenizerStepPtr>(f, node, "pretokenizers", where, read_pre_tokenizer_step)); }},
   };
   return rows;
 }
@@ -208,13 +201,7 @@ PreTokenizerStepPtr make_metaspace(std::string replacement, std::string prepend_
 }
 
 PreTokenizerStepPtr read_pre_tokenizer_step(const JsonFields& fields, const json& node, const std::string& where) {
-  std::string type = fields.type(node, where);
-  std::vector<std::string> names;
-  for (const Row& row : table()) {
-    if (type == row.type) return row.read(fields, node, where);
-    names.emplace_back(row.type);
-  }
-  fields.unknown_type(where, type, names);
+  return read_component(table(), fields, node, where);
 }
 
 }  // namespace dew::data

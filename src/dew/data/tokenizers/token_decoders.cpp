@@ -1,5 +1,6 @@
 // The tokenizer.json decoders, one small class per Hugging Face type, and the table that reads them.
 #include "dew/core/error.h"
+#include "dew/data/tokenizers/component_table.h"
 #include "dew/data/tokenizers/byte_level.h"
 #include "dew/data/tokenizers/regex_matches.h"
 #include "dew/data/tokenizers/token_decoder.h"
@@ -173,11 +174,7 @@ std::size_t count(const JsonFields& f, const json& node, const char* key, const 
   return static_cast<std::size_t>(n);
 }
 
-using Reader = TokenDecoderPtr (*)(const JsonFields&, const json&, const std::string&);
-struct Row {
-  const char* type;
-  Reader read;
-};
+using Row = ComponentRow<TokenDecoderPtr>;
 
 const std::vector<Row>& table() {
   static const std::vector<Row> rows = {
@@ -203,11 +200,7 @@ const std::vector<Row>& table() {
       {"BPEDecoder", [](const JsonFields& f, const json& node, const std::string& where) -> TokenDecoderPtr {
          return std::make_unique<BpeSuffix>(f.string_or(node, "suffix", "</w>", where + ".suffix")); }},
       {"Sequence", [](const JsonFields& f, const json& node, const std::string& where) -> TokenDecoderPtr {
-         const json& list = f.array(f.need(node, "decoders", where + ".decoders"), where + ".decoders");
-         std::vector<TokenDecoderPtr> steps;
-         for (std::size_t i = 0; i < list.size(); ++i)
-           steps.push_back(read_token_decoder(f, list[i], str(where, ".decoders[", i, "]")));
-         return std::make_unique<Sequence>(std::move(steps)); }},
+         return std::make_unique<Sequence>(read_component_list<TokenDecoderPtr>(f, node, "decoders", where, read_token_decoder)); }},
   };
   return rows;
 }
@@ -215,13 +208,7 @@ const std::vector<Row>& table() {
 }  // namespace
 
 TokenDecoderPtr read_token_decoder(const JsonFields& fields, const json& node, const std::string& where) {
-  std::string type = fields.type(node, where);
-  std::vector<std::string> names;
-  for (const Row& row : table()) {
-    if (type == row.type) return row.read(fields, node, where);
-    names.emplace_back(row.type);
-  }
-  fields.unknown_type(where, type, names);
+  return read_component(table(), fields, node, where);
 }
 
 TokenDecoderPtr make_sentencepiece_decoder(bool strip_first_space) {
