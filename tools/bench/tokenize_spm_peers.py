@@ -11,18 +11,11 @@ convert_llama_vocabs.py) when it is given. Prints one JSON line per (implementat
 """
 import json
 import os
-import statistics
 import sys
 import time
 
-
-def median_seconds(repeats, run):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+# The timing and paragraph cut of the GPT-2 rows, so both tables measure the same way.
+from tokenize_peers import median_seconds, paragraphs
 
 
 def sentencepiece_from_gguf(path):
@@ -46,16 +39,6 @@ def sentencepiece_from_gguf(path):
     proto.normalizer_spec.remove_extra_whitespaces = False
     proto.normalizer_spec.escape_whitespaces = True
     return sentencepiece.SentencePieceProcessor(model_proto=proto.SerializeToString())
-
-
-def paragraphs(text):
-    out, start = [], 0
-    while start < len(text):
-        cut = text.find("\n\n", start)
-        cut = len(text) if cut < 0 else cut + 2
-        out.append(text[start:cut])
-        start = cut
-    return out
 
 
 def main():
