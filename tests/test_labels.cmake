@@ -5,7 +5,8 @@
 #   cli          runs the built `dew` as a child process
 #   serve        starts `dew serve` and talks HTTP to it
 #   distributed  several processes of one job: `dew launch`, its supervisor, multi-rank training
-#   reference    checks against a Python reference and needs DEW_REFERENCE_PYTHON (it skips without)
+#   reference    checks against a reference implementation: Python (DEW_REFERENCE_PYTHON) or llama.cpp
+#                (DEW_LLAMA_GREEDY); it skips without
 #   slow         takes 20 s or more alone on the 2-core build VM (docs/testing.md: how it was measured)
 #   unit         every test that is none of cli, serve, distributed and slow: in this process and quick
 #                (`ctest -L unit` is the quick check); a reference test can be unit too
@@ -35,12 +36,14 @@ set(DEW_LABEL_PATTERNS_distributed
 set(DEW_LABEL_PATTERNS_reference
     "^TinyGgufExport\\.ReadByGgufPyAndTransformers$"
     "^HfExport\\.RoundTripsAndTransformersAgrees$"
-    "^Lora\\.PeftLoadsDewsExport$")
+    "^Lora\\.PeftLoadsDewsExport$"
+    "^LlamaCppRunsExport\\.")
 
 set(DEW_LABEL_PATTERNS_slow
     "^DistributedTraining\\."
     "^SampleQuality\\.RealImagesScoreAsRealAndNoiseDoesNot$"
-    "^GgufExport\\.SmolLM2ToF16AndQ8_0$")
+    "^GgufExport\\.SmolLM2ToF16AndQ8_0$"
+    "^LlamaCppRunsExport\\.SmolLM2AsF16$")
 
 # `unit` goes to a test that is none of cli, serve, distributed and slow (a reference test can be unit).
 set(DEW_LABELS cli serve distributed slow reference)

@@ -1,0 +1,193 @@
+// llama.cpp itself runs the GGUF files dew writes: dew-llama-greedy (tools/llama_cpp/greedy_tokens.cpp, built
+// from the pinned llama-cpp-python sdist by scripts/setup_llama_cpp.sh; scripts/test.sh names it in
+// DEW_LLAMA_GREEDY) loads each export, tokenizes a text with the file's vocabulary and continues it greedily.
+// Checked: llama.cpp loads the file (a missing key or an unknown pre-tokenizer name fails with llama.cpp's own
+// message), its prompt ids equal dew's encoding of the text, and each token it picks is dew's greedy pick
+// given the same prefix, to within the difference the two programs' arithmetic allows (teacher forcing:
+// dew scores llama.cpp's whole sequence, so one near-tie cannot derail the rest of the comparison).
+// The exports: the tiny llama/qwen2/qwen3 fixtures as F32, F16 and Q8_0; a decoder on a BPE vocabulary dew
+// learned (the case llama.cpp refused before the "gpt-2" pre-tokenizer name); the real SmolLM2 when fetched.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "dew/data/tokenizers/tokenizer.h"
+#include "dew/formats/gguf.h"
+#include "dew/interop/gguf_export.h"
+#include "dew/interop/gguf_model.h"
+#include "test_support.h"
+
+namespace dew::interop {
+namespace {
+namespace fs = std::filesystem;
+using formats::GgmlType;
+using Ids = std::vector<std::int32_t>;
+
+constexpr int kNewTokens = 8;
+const char* kText = "The capital of France is Paris, 2024.";
+
+struct LlamaCppRun {
+  Ids prompt, tokens;
+};
+
+// dew-llama-greedy's path, or "" (the test skips) where it was not built.
+std::string llama_greedy() {
+  const char* path = std::getenv("DEW_LLAMA_GREEDY");
+  return path && *path ? path : "";
+}
+
+// The shell command running dew-llama-greedy, stderr with stdout. (Appended piece by piece: GCC 12 warns
+// falsely on "'" + std::string&&.)
+std::string llama_cpp_command(const fs::path& gguf, const std::string& text, int new_tokens) {
+  std::string command = llama_greedy();
+  command.insert(0, 1, '\'');
+  command.append("' '").append(gguf.string()).append("' '").append(text).append("' ");
+  return command.append(std::to_string(new_tokens)).append(" 2>&1");
+}
+
+LlamaCppRun run_llama_cpp(const fs::path& gguf, const std::string& text) {
+  auto result = test::run_command(llama_cpp_command(gguf, text, kNewTokens));
+  LlamaCppRun run;
+  EXPECT_EQ(result.status, 0) << "llama.cpp on " << gguf << ":\n" << result.output;
+  if (result.status != 0) return run;
+  // The JSON is the last line; llama.cpp's warnings (if any) come before it.
+  auto json = nlohmann::json::parse(result.output.substr(result.output.rfind("{\"prompt\"")));
+  run.prompt = json["prompt"].get<Ids>();
+  run.tokens = json["tokens"].get<Ids>();
+  return run;
+}
+
+// Runs `gguf` in llama.cpp and checks it against dew's reading of the same file. `tolerance` bounds how far
+// below dew's largest logit llama.cpp's pick may score in dew's logits (set per tensor type by the caller,
+// from what each program computes differently).
+void expect_llama_cpp_agrees(const fs::path& gguf, double tolerance) {
+  SCOPED_TRACE(gguf.filename().string());
+  GgufModel m = load_gguf_model(gguf);
+  const Ids dew_prompt = m.tokenizer.encode(kText);
+  const LlamaCppRun run = run_llama_cpp(gguf, kText);
+  if (run.tokens.empty()) return;
+  EXPECT_EQ(run.prompt, dew_prompt) << "llama.cpp and dew tokenize the text differently";
+  std::vector<std::int64_t> sequence(run.prompt.begin(), run.prompt.end());
+  for (std::int32_t token : run.tokens) sequence.push_back(token);
+  at::NoGradGuard no_grad;
+  auto input = at::tensor(sequence, at::kLong).unsqueeze(0);
+  at::Tensor logits = m.model->forward({.ids = input})[0];
+  int equal = 0;
+  double worst = 0;
+  for (int step = 0; step < kNewTokens; ++step) {
+    at::Tensor row = logits[static_cast<std::int64_t>(run.prompt.size()) - 1 + step];
+    const auto dew_pick = row.argmax().item<std::int64_t>();
+    const double shortfall = (row.max() - row[run.tokens[step]]).item<double>();
+    equal += dew_pick == run.tokens[step];
+    worst = std::max(worst, shortfall);
+    EXPECT_LE(shortfall, tolerance) << "step " << step << ": llama.cpp picked " << run.tokens[step] << ", dew "
+                                    << dew_pick << " (dew scores llama.cpp's pick " << shortfall << " lower)";
+  }
+  std::cout << "[ llama.cpp ] " << gguf.filename().string() << ": " << equal << "/" << kNewTokens
+            << " greedy tokens identical to dew's; llama.cpp's picks at most " << worst
+            << " below dew's best logit (tolerance " << tolerance << ")\n";
+}
+
+// Tolerances, from what the two programs compute differently on these models (logits of magnitude about 1):
+//  - F32: both multiply float32 weights by float32 activations; only the order of the sums differs, a few
+//    ulps per dot product (float32 eps 1.2e-7, sums of <= 256 terms), 1e-4 leaves a margin of ~100x.
+//  - F16: dew converts the weights to float32; ggml converts each activation row to float16 (relative error
+//    2^-11 = 4.9e-4) before every product, a few 1e-4 relative per layer on logits of size ~1: 2e-2.
+//  - Q8_0: both read the same 8-bit weights, but ggml also quantizes each 32-element activation block to
+//    8 bits (error up to 1/254 of the block's largest value) before every product: 0.1.
+double tolerance_of(GgmlType type) {
+  switch (type) {
+    case GgmlType::F32: return 1e-4;
+    case GgmlType::F16: return 2e-2;
+    default: return 0.1;
+  }
+}
+
+class LlamaCppRunsExport : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LlamaCppRunsExport, TinyFixtureAsF32F16AndQ8_0) {
+  if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
+  const std::string arch = GetParam();
+  GgufModel m = load_gguf_model(test::fixtures() / "smollm2" / "tiny" / (arch + ".gguf"));
+  test::TempDir dir;
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0}) {
+    fs::path path = dir / (arch + "-" + formats::ggml_type_name(type) + ".gguf");
+    save_gguf_model(m.model, m.tokenizer, arch, path, type);
+    expect_llama_cpp_agrees(path, tolerance_of(type));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppRunsExport, ::testing::Values("llama", "qwen2", "qwen3"));
+
+// The case: a decoder on a vocabulary dew learned (GPT-2's pre-tokenizer split, written as "gpt-2").
+TEST(LlamaCppRunsExport, DecoderOnALearnedVocabulary) {
+  if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
+  data::PretrainedTokenizer learned;
+  learned.tokenizer = data::load_tokenizer((test::fixtures() / "trained_bpe" / "tokenizer.json").string());
+  nn::CausalTransformerConfig config;
+  config.vocab_size = learned.tokenizer->vocab_size();
+  config.emb_features = 64;
+  config.num_layers = 2;
+  config.num_heads = 4;
+  config.num_kv_heads = 2;
+  config.mlp_features = 128;
+  config.qk_norm = false;
+  config.max_seq_len = 64;
+  nn::CausalTransformer model(config);
+  test::TempDir dir;
+  fs::path path = dir / "learned.gguf";
+  save_gguf_model(model, learned, "llama", path, GgmlType::F32);
+  expect_llama_cpp_agrees(path, tolerance_of(GgmlType::F32));
+}
+
+// The check itself: the learned-vocabulary export with its pre-tokenizer name spelled as dew wrote it before
+// ("gpt2", which llama.cpp does not know) is refused by llama.cpp, and the test sees llama.cpp's message.
+TEST(LlamaCppRunsExport, RefusesAnUnknownPreTokenizerAsLlamaCppSaysIt) {
+  if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
+  data::PretrainedTokenizer learned;
+  learned.tokenizer = data::load_tokenizer((test::fixtures() / "trained_bpe" / "tokenizer.json").string());
+  nn::CausalTransformerConfig config;
+  config.vocab_size = learned.tokenizer->vocab_size();
+  config.emb_features = 32;
+  config.num_layers = 1;
+  config.num_heads = 2;
+  config.qk_norm = false;
+  nn::CausalTransformer model(config);
+  test::TempDir dir;
+  fs::path path = dir / "learned.gguf";
+  save_gguf_model(model, learned, "llama", path, GgmlType::F32);
+  // The value "gpt-2" becomes "gpt2" plus a space: the same length, so the file's layout is unchanged.
+  std::string bytes = test::read_text(path);
+  const std::string key = "tokenizer.ggml.pre";
+  std::size_t at = bytes.find("gpt-2", bytes.find(key));
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 5, "gpt2 ");
+  test::write_text(path, bytes);
+  auto result = test::run_command(llama_cpp_command(path, "hello", 2));
+  EXPECT_NE(result.status, 0) << result.output;
+  EXPECT_NE(result.output.find("unknown pre-tokenizer type"), std::string::npos) << result.output;
+}
+
+// The real SmolLM2-135M-Instruct re-exported as F16 (setup fetches it; skipped where it is absent).
+TEST(LlamaCppRunsExport, SmolLM2AsF16) {
+  if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
+  fs::path models;
+  if (const char* d = std::getenv("DEW_MODELS")) models = d;
+  else models = fs::path(std::getenv("DEW_CACHE") ? std::getenv("DEW_CACHE") : std::string(std::getenv("HOME")) + "/.cache/dew") / "models";
+  fs::path source = models / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!fs::exists(source)) GTEST_SKIP() << source << " is absent: run scripts/fetch_models.sh to fetch it";
+  at::set_num_threads(2);
+  GgufModel m = load_gguf_model(source);
+  test::TempDir dir;
+  fs::path path = dir / "smollm2-f16.gguf";
+  save_gguf_model(m.model, m.tokenizer, "llama", path, GgmlType::F16, {.name = "SmolLM2-135M-Instruct"});
+  // Logits of a trained 135M model span tens of units: F16 activation rounding over 30 layers moves them by
+  // up to ~0.05 (measured 0.03 between dew's F16 and Q4_1 readings); a pick within 0.25 of dew's best is one
+  // the two programs could both make.
+  expect_llama_cpp_agrees(path, 0.25);
+}
+
+}  // namespace
+}  // namespace dew::interop
