@@ -35,7 +35,9 @@ set(DEW_LABEL_PATTERNS_distributed
 set(DEW_LABEL_PATTERNS_reference
     "^TinyGgufExport\\.ReadByGgufPyAndTransformers$"
     "^HfExport\\.RoundTripsAndTransformersAgrees$"
-    "^Lora\\.PeftLoadsDewsExport$")
+    "^Lora\\.PeftLoadsDewsExport$"
+    "^Families/HfFamilyNamedLora\\.ExportIsPeftsDirectory/"
+    "^Families/HfFamilyLora\\.ExportReadBackByPeft/")
 
 set(DEW_LABEL_PATTERNS_slow
     "^DistributedTraining\\."
