@@ -339,8 +339,12 @@ TEST(Lora, PeftDirectoryErrorsAreNamed) {
 
   auto head = copy("head");
   edit_config(head, "target_modules", dew::config::Json::array({"q_proj", "lm_head"}));
-  message = dew::test::error_of([&] { dew::interop::read_peft_adapter(head); });
+  // Which modules exist is known with the model (and its family's names): load_peft_adapter refuses, reading leaves it.
+  auto headless = base_model();
+  message = dew::test::error_of([&] { dew::interop::load_peft_adapter(headless, head); });
   EXPECT_TRUE(contains(message, "'lm_head'")) << message;
+  EXPECT_TRUE(contains(message, "stay frozen")) << message;
+  EXPECT_FALSE(dew::nn::has_lora(*headless));
 
   auto missing = copy("missing");
   {

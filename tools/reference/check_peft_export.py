@@ -9,9 +9,12 @@ file with "ids" [B, S] (int64) and "logits" [B, S, V] (float32): dew's logits of
 Loads BASE_DIR with AutoModelForCausalLM (local files only, float32, eager attention), puts the adapter on it with
 PeftModel.from_pretrained, computes its logits and exits 0 when the largest absolute difference is within the
 tolerance, 1 otherwise. Also reports the difference to the base model alone, so an adapter that loaded but was
-ignored (all logits equal to the base's) shows. Prints the adapter's target modules and the differences either way.
+ignored (all logits equal to the base's) shows, and fails when a tensor of the file names no adapter peft made on
+the model, or an adapter peft made has no tensor in the file (peft only warns about either: a tensor under another
+family's module names would be dropped). Prints the adapter's target modules and the differences either way.
 """
 import argparse
+import pathlib
 import sys
 
 import torch
@@ -34,6 +37,11 @@ def main():
     with torch.no_grad():
         base_logits = base(input_ids=reference["ids"]).logits.float()
     model = PeftModel.from_pretrained(base, args.adapter_dir, local_files_only=True).eval()
+    stored = set(load_file(str(pathlib.Path(args.adapter_dir) / "adapter_model.safetensors")))
+    made = {name.replace(".default", "") for name, _ in model.named_parameters() if ".lora_" in name}
+    if stored != made:
+        print(f"peft: tensors no adapter takes: {sorted(stored - made)[:4]}; adapters without a tensor: {sorted(made - stored)[:4]}")
+        return 1
     with torch.no_grad():
         logits = model(input_ids=reference["ids"]).logits.float()
     if logits.shape != reference["logits"].shape:

@@ -16,11 +16,18 @@ and writes under tests/fixtures/hf/FAMILY/:
     lora_logits [2, S, V]           the adapted model's logits on ids
     lora_loss []                    mean next-token cross-entropy of those logits on ids
     grad.NAME.lora_A.weight / ...   that loss's gradient with respect to each adapter matrix
+  and, for the families that fuse projections (gpt2, gpt_neox, phi3), a second peft LoRA targeting modules by
+  the family's own names, fused ones included (FAMILY_TARGETS: one adapter on c_attn, query_key_value, qkv_proj,
+  gate_up_proj, as peft makes it), under the family's module paths (transformer.h.0.attn.c_attn, ...):
+    family_lora.PATH.lora_A.weight / ...   its values;   family_grad.PATH.lora_A.weight / ...   their gradients
+    family_lora_logits [2, S, V], family_lora_loss []
+  and that adapter as peft's save_pretrained writes it, in peft_adapter/ (target_modules sorted).
 
     ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_hf_family_fixtures.py [FAMILY ...]
 (torch 2.11, transformers 5.24, peft 0.21 from PyPI; no FAMILY = all of them). Deterministic: fixed seeds, float32, CPU, eager attention.
 """
+import copy
 import json
 import pathlib
 import sys
@@ -116,6 +123,11 @@ WIDER = {
         "model.layers", LLAMA_LORA),
 }
 
+# Targets in each fusing family's own names: the fused modules (one peft adapter each) and an unfused one
+# (GPT-2's c_proj names both attn.c_proj and mlp.c_proj).
+FAMILY_TARGETS = {"gpt2": ["c_attn", "c_proj"], "gpt_neox": ["query_key_value", "dense_4h_to_h"],
+                  "phi3": ["qkv_proj", "gate_up_proj"]}
+
 
 def build(name):
     if name in WIDER:
@@ -137,22 +149,33 @@ def build(name):
     return model.float().eval()
 
 
-def lora_reference(model, name, ids):
-    """A peft LoRA with random A and B on the family's unfused projections: its values, logits, loss and
-    gradients, keyed by dew's parameter names."""
-    prefix, modules = WIDER[name][3], WIDER[name][4]
-    targets = sorted({m.split(".")[-1] for m in modules})
+def adapted_with(model, name, targets, seed):
+    """peft's LoRA (r=4, alpha=8) on a copy of the model with random A and B: the adapted model, its logits and
+    loss on ids, after the loss's backward."""
     lora = peft.LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=targets,
                            fan_in_fan_out=name == "gpt2", task_type="CAUSAL_LM")
-    adapted = peft.get_peft_model(model, lora).eval()
-    g = torch.Generator().manual_seed(5)
+    adapted = peft.get_peft_model(copy.deepcopy(model), lora).eval()
+    g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for pname, p in adapted.named_parameters():
             if "lora_A" in pname or "lora_B" in pname:
                 p.copy_(0.3 * torch.randn(p.shape, generator=g))
+    return adapted
+
+
+def loss_of(adapted, ids):
     logits = adapted(input_ids=ids).logits
     loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1))
     loss.backward()
+    return logits, loss
+
+
+def lora_reference(model, name, ids):
+    """A peft LoRA with random A and B on the family's unfused projections: its values, logits, loss and
+    gradients, keyed by dew's parameter names."""
+    prefix, modules = WIDER[name][3], WIDER[name][4]
+    adapted = adapted_with(model, name, sorted({m.split(".")[-1] for m in modules}), 5)
+    logits, loss = loss_of(adapted, ids)
     out = {"lora_logits": logits.detach().clone(), "lora_loss": loss.detach().clone()}
     for pname, p in adapted.named_parameters():
         if "lora_A" not in pname and "lora_B" not in pname:
@@ -164,6 +187,28 @@ def lora_reference(model, name, ids):
         dew = f"model.layers.{layer}.{modules[module]}.lora_{leaf.replace('.default', '')}"
         out["lora." + dew] = p.detach().clone()
         out["grad." + dew] = p.grad.detach().clone()
+    return out
+
+
+def family_lora_reference(model, name, ids, adapter_dir):
+    """A peft LoRA on FAMILY_TARGETS[name] (fused modules among them): values, logits, loss and gradients keyed
+    by the family's module paths; the adapter directory peft writes, in adapter_dir."""
+    adapted = adapted_with(model, name, FAMILY_TARGETS[name], 6)
+    logits, loss = loss_of(adapted, ids)
+    out = {"family_lora_logits": logits.detach().clone(), "family_lora_loss": loss.detach().clone()}
+    for pname, p in adapted.named_parameters():
+        if "lora_A" in pname or "lora_B" in pname:
+            # base_model.model.PATH.lora_X.default.weight -> PATH.lora_X.weight
+            path = pname.removeprefix("base_model.model.").replace(".default", "")
+            out["family_lora." + path] = p.detach().clone()
+            out["family_grad." + path] = p.grad.detach().clone()
+    adapted.save_pretrained(adapter_dir)
+    (adapter_dir / "README.md").unlink(missing_ok=True)
+    # peft writes target_modules from a set, in hash order; sorted, the file is the same on every run.
+    config_path = adapter_dir / "adapter_config.json"
+    adapter_config = json.loads(config_path.read_text())
+    adapter_config["target_modules"] = sorted(adapter_config["target_modules"])
+    config_path.write_text(json.dumps(adapter_config, indent=2, sort_keys=True) + "\n")
     return out
 
 
@@ -200,6 +245,8 @@ def main():
                    "greedy0": greedy[0], "greedy1": greedy[1]}
         if name in WIDER:
             tensors |= lora_reference(model, name, ids)
+        if name in FAMILY_TARGETS:
+            tensors |= family_lora_reference(model, name, ids, out / "peft_adapter")
         save_file({k: v.contiguous() for k, v in tensors.items()}, out / "io.safetensors")
         print(name, "logit range", float(logits.abs().max()), "greedy", greedy[0].tolist(), greedy[1].tolist())
 

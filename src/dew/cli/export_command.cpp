@@ -24,6 +24,7 @@
 #include "dew/core/interrupt.h"
 #include "dew/formats/gguf_file.h"
 #include "dew/interop/gguf_export.h"
+#include "dew/interop/hf_config.h"
 #include "dew/interop/hf_model.h"
 #include "dew/interop/peft_adapter.h"
 #include "dew/nn/dtype.h"
@@ -157,7 +158,9 @@ void export_peft_adapter(const ModelFlags& model, const fs::path& dest) {
     fail("--format peft writes a LoRA run's adapters; '", model.model, "' is not a run directory");
   }
   const runs::LoraAdapters adapters = runs::open_run(source)->lora_adapters({.live = model.live, .step = model.step});
-  interop::write_peft_adapter(adapters.model, adapters.lora, adapters.base, dest);
+  // In the base's family's module names (GPT-2's transformer.h.0.attn.c_attn), which peft finds on that model.
+  interop::write_peft_adapter(adapters.model, adapters.lora, adapters.base, dest,
+                              adapters.model_type.empty() ? interop::hf_model_type_for(adapters.model->config()) : adapters.model_type);
   std::printf("wrote %s (peft LoRA adapter, rank %lld, base '%s') from run '%s' checkpoint '%s'\n", dest.c_str(),
               static_cast<long long>(adapters.lora.rank), adapters.base.c_str(), model.model.c_str(), adapters.checkpoint.c_str());
 }

@@ -1,11 +1,14 @@
 #include "dew/interop/peft_adapter.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "dew/core/atomic_file.h"
 #include "dew/core/config.h"
 #include "dew/core/error.h"
 #include "dew/formats/safetensors.h"
+#include "dew/interop/hf_lora_targets.h"
 #include "dew/nn/parameters.h"
 
 namespace dew::interop {
@@ -32,14 +35,68 @@ bool unset(const Json& config, const std::string& key) {
   return v.is_null() || (v.is_boolean() && !v.get<bool>()) || ((v.is_object() || v.is_array()) && v.empty());
 }
 
+std::string module_of(const std::string& adapter_parameter) { return adapter_parameter.substr(0, adapter_parameter.rfind(".lora_")); }
+std::string last_name(const std::string& path) { return path.substr(path.rfind('.') + 1); }
+
+// The family's fused module holding a projection dew adapted on its own (GPT-2's attn.c_attn for
+// model.layers.0.self_attn.q_proj), or "" when none does.
+std::string fused_holder(const nn::LoraTargetNames& names, const std::string& dew_module) {
+  const auto below_layer = dew_module.substr(dew_module.find('.', std::string("model.layers.").size()) + 1);
+  for (const auto& entry : names) {
+    if (entry.parts.size() > 1 && std::find(entry.parts.begin(), entry.parts.end(), below_layer) != entry.parts.end()) return entry.name;
+  }
+  return "";
+}
+
+// The model's adapters in `family`'s names: tensors keyed as peft keys them, target_modules, fan_in_fan_out.
+struct FamilyAdapter {
+  std::map<std::string, at::Tensor> tensors;
+  Json targets = Json::array();
+  bool fan_in_fan_out = false;
+};
+
+FamilyAdapter in_family_names(const nn::CausalTransformer& model, const std::string& family, const fs::path& dir) {
+  const auto paths = hf_lora_module_paths(family, model);
+  const auto names = hf_lora_target_names(family, model);
+  FamilyAdapter out;
+  std::set<std::string> adapted;  // dew modules (or fused adapters' places) with adapters
+  for (const auto& [name, t] : nn::lora_parameters(*model)) {
+    const auto module = module_of(name);
+    auto it = paths.find(module);
+    if (it == paths.end()) {
+      const auto holder = fused_holder(names, module);
+      if (holder.empty()) dew::fail("cannot write a peft adapter to '", dir.string(), "': family '", family, "' has no module for '", module, "'");
+      dew::fail("cannot write a peft adapter to '", dir.string(), "': '", module, "' has an adapter of its own, but family '", family,
+                "' stores that projection inside the fused '", holder, "', where peft puts one adapter on the whole matrix; train with "
+                "lora.modules naming '", last_name(holder), "' (one adapter, as peft's), or export the merged model with --format hf");
+    }
+    out.tensors.emplace(kPrefix + it->second + name.substr(module.size()), t.detach());
+    adapted.insert(module);
+    out.fan_in_fan_out = out.fan_in_fan_out || hf_lora_module_is_conv1d(family, model, module);
+  }
+  // Each adapted module by its leaf (c_proj) where every module of that leaf is adapted, else by its path below
+  // the layer (attn.c_proj): peft adapts every module whose path ends in a target.
+  auto adapted_at_layer0 = [&](const nn::LoraTargetName& entry) {
+    const std::string first = "model.layers.0." + entry.parts[0];
+    return adapted.count(entry.parts.size() > 1 ? first.substr(0, first.rfind('.')) + "." + last_name(entry.name) : first) > 0;
+  };
+  for (const auto& entry : names) {
+    if (!adapted_at_layer0(entry)) continue;
+    bool whole_leaf = true;
+    for (const auto& other : names) whole_leaf = whole_leaf && (last_name(other.name) != last_name(entry.name) || adapted_at_layer0(other));
+    const auto target = whole_leaf ? last_name(entry.name) : entry.name;
+    if (std::find(out.targets.begin(), out.targets.end(), target) == out.targets.end()) out.targets.push_back(target);
+  }
+  return out;
+}
+
 }  // namespace
 
 void write_peft_adapter(const nn::CausalTransformer& model, const nn::LoraConfig& config,
-                        const std::string& base_model_name_or_path, const fs::path& dir) {
+                        const std::string& base_model_name_or_path, const fs::path& dir, const std::string& family) {
   config.validate();
   auto adapters = nn::lora_parameters(*model);
   if (adapters.empty()) dew::fail("cannot write a peft adapter to '", dir.string(), "': the model has no LoRA adapters");
-  std::map<std::string, at::Tensor> tensors;
   for (const auto& item : model->named_modules("", /*include_self=*/false)) {
     auto linear = std::dynamic_pointer_cast<nn::LinearImpl>(item.value());
     if (!linear || !linear->lora_A) continue;
@@ -50,19 +107,17 @@ void write_peft_adapter(const nn::CausalTransformer& model, const nn::LoraConfig
                 "; pass the config the adapters were made with");
     }
   }
-  for (const auto& [name, t] : adapters) tensors.emplace(kPrefix + name, t.detach());
+  auto in_family = in_family_names(model, family, dir);
 
   // The fields peft 0.21's LoraConfig writes that bear on what the adapter computes or how peft attaches it;
   // the rest (initialisation schemes, quantisation helpers) keep peft's defaults when absent.
-  Json target = Json::array();
-  for (const auto& name : config.module_names()) target.push_back(name);
   Json out = {
       {"alpha_pattern", Json::object()},
       {"auto_mapping", nullptr},
       {"base_model_name_or_path", base_model_name_or_path.empty() ? Json(nullptr) : Json(base_model_name_or_path)},
       {"bias", "none"},
       {"exclude_modules", nullptr},
-      {"fan_in_fan_out", false},
+      {"fan_in_fan_out", in_family.fan_in_fan_out},
       {"inference_mode", true},
       {"init_lora_weights", true},
       {"layers_pattern", nullptr},
@@ -75,13 +130,13 @@ void write_peft_adapter(const nn::CausalTransformer& model, const nn::LoraConfig
       {"r", config.rank},
       {"rank_pattern", Json::object()},
       {"revision", nullptr},
-      {"target_modules", target},
+      {"target_modules", in_family.targets},
       {"task_type", "CAUSAL_LM"},
       {"use_dora", false},
       {"use_rslora", false},
   };
   AtomicDirectory staging(dir);
-  formats::save_safetensors(staging.path() / kWeightsFile, tensors, {{"format", "pt"}});
+  formats::save_safetensors(staging.path() / kWeightsFile, in_family.tensors, {{"format", "pt"}});
   write_file_atomic(staging.path() / kConfigFile, out.dump(2) + "\n");
   staging.commit();
 }
@@ -103,7 +158,7 @@ PeftAdapter read_peft_adapter(const fs::path& dir) {
     dew::fail("'", where, "' has bias ", j["bias"].dump(), "; dew's adapters have no biases (bias \"none\")");
   }
   // Each of these changes what peft computes (or which weights it touches) in a way dew does not reproduce.
-  for (const char* key : {"use_dora", "use_rslora", "fan_in_fan_out", "lora_bias", "rank_pattern", "alpha_pattern",
+  for (const char* key : {"use_dora", "use_rslora", "lora_bias", "rank_pattern", "alpha_pattern",
                           "layers_to_transform", "modules_to_save", "exclude_modules", "target_parameters",
                           "trainable_token_indices", "layer_replication", "use_qalora", "use_bdlora",
                           "alora_invocation_tokens", "arrow_config"}) {
@@ -140,6 +195,7 @@ PeftAdapter read_peft_adapter(const fs::path& dir) {
   } catch (const dew::Error& e) {
     dew::fail("'", where, "': ", e.what());
   }
+  adapter.fan_in_fan_out = !unset(j, "fan_in_fan_out");
   if (j.contains("base_model_name_or_path") && j["base_model_name_or_path"].is_string()) {
     adapter.base_model_name_or_path = j["base_model_name_or_path"].get<std::string>();
   }
@@ -158,20 +214,34 @@ PeftAdapter read_peft_adapter(const fs::path& dir) {
   return adapter;
 }
 
-nn::LoraConfig load_peft_adapter(nn::CausalTransformer& model, const fs::path& dir) {
+nn::LoraConfig load_peft_adapter(nn::CausalTransformer& model, const fs::path& dir, const std::string& family) {
   auto adapter = read_peft_adapter(dir);
-  const auto weights_path = (dir / kWeightsFile).string();
+  const auto config_path = (dir / kConfigFile).string(), weights_path = (dir / kWeightsFile).string();
   try {
-    nn::add_lora(model, adapter.config, /*seed=*/0);  // every value is overwritten below
+    nn::add_lora(model, adapter.config, /*seed=*/0, hf_lora_target_names(family, model));  // every value is overwritten below
   } catch (const dew::Error& e) {
-    dew::fail("cannot load the peft adapter '", dir.string(), "': ", e.what());
+    dew::fail("cannot load the peft adapter '", dir.string(), "' onto a ", family, " model: ", e.what());
   }
-  auto params = nn::lora_parameters(*model);
   // Everything is checked before any value is copied; on an error the model is left as it came.
   auto refuse = [&](const auto&... message) {
     nn::remove_lora(model);
     dew::fail(message...);
   };
+  const auto paths = hf_lora_module_paths(family, model);
+  std::map<std::string, at::Tensor> params;  // the file's name (less base_model.model.) -> the model's tensor
+  for (auto& [name, p] : nn::lora_parameters(*model)) {
+    const auto module = module_of(name);
+    auto path = paths.find(module);
+    if (path == paths.end()) {
+      refuse("'", config_path, "' target_modules ", adapter.config.modules, " adapt '", module, "', which a ", family,
+             " checkpoint stores inside a fused matrix; a peft adapter for ", family, " names the family's modules");
+    }
+    if (adapter.fan_in_fan_out && !hf_lora_module_is_conv1d(family, model, module)) {
+      refuse("'", config_path, "' sets fan_in_fan_out = true, but '", path->second, "' of a ", family,
+             " model is a Linear ([out, in]), not GPT-2's Conv1D; is the adapter for another base model?");
+    }
+    params.emplace(path->second + name.substr(module.size()), p);
+  }
   for (auto& [name, p] : params) {
     auto it = adapter.tensors.find(name);
     if (it == adapter.tensors.end()) refuse("'", weights_path, "' lacks tensor '", kPrefix, name, "' that target_modules implies");
@@ -182,7 +252,7 @@ nn::LoraConfig load_peft_adapter(nn::CausalTransformer& model, const fs::path& d
   }
   for (const auto& [name, t] : adapter.tensors) {
     if (!params.count(name)) {
-      refuse("'", weights_path, "' has tensor '", kPrefix, name, "', which the model with target_modules ",
+      refuse("'", weights_path, "' has tensor '", kPrefix, name, "', which the ", family, " model with target_modules ",
              adapter.config.modules, " does not have; is the adapter for another base model?");
     }
   }

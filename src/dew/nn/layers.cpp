@@ -39,7 +39,7 @@ at::Tensor LinearImpl::forward_plus(const at::Tensor& x, const at::Tensor& resid
   if (!lora_A || !lora_active) return y;
   auto dropped = lora_dropout > 0.0 && is_training() ? at::dropout(x, lora_dropout, /*train=*/true) : x;
   const auto h = dense(dropped, lora_A->weight);  // [..., rank]
-  const auto& b = lora_B->weight;
+  const at::Tensor b = lora_rows.defined() ? lora_B->weight.index_select(0, lora_rows.to(lora_B->weight.device())) : lora_B->weight;
   // y + lora_scale * h B^T as one GEMM accumulating into y (beta 1, alpha lora_scale): no separate passes over
   // [tokens, out] to scale the delta and add it, forward or backward (the scale lands on the rank-wide factors).
   const auto rank = h.size(-1), out = y.size(-1);

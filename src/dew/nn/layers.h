@@ -40,6 +40,10 @@ class LinearImpl : public torch::nn::Module {
   at::Tensor weight, bias;
   std::shared_ptr<const QuantizedMatrix> quantized;
   std::shared_ptr<LinearImpl> lora_A, lora_B;  // both or neither
+  // Set when the adapter is one peft-style adapter on a matrix a family stores fused (GPT-2's c_attn, Phi-3's
+  // qkv_proj; nn/lora.h): lora_A and lora_B then belong to that fused module, shared by its parts, and this
+  // projection's output is lora_B's rows `lora_rows` (int64). Undefined: all of lora_B, the adapter being its own.
+  at::Tensor lora_rows;
   double lora_scale = 0.0, lora_dropout = 0.0;
   bool lora_active = true;  // false: the adapter is skipped (the base model's output; AdaptersOff in lora.h)
 };

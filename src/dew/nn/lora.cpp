@@ -37,6 +37,103 @@ std::map<std::string, std::shared_ptr<LinearImpl>> decoder_linears(const torch::
   return out;
 }
 
+// The A and B of an adapter on a fused matrix, registered on its parts' parent under the fused module's leaf
+// name (model.layers.0.self_attn.c_attn.lora_A.weight); the parts hold pointers to them (LinearImpl::lora_rows).
+class FusedLoraImpl : public torch::nn::Module {};
+
+// One adapter add_lora makes: on one projection (rows empty), or one on a fused matrix shared by `parts`.
+struct PlannedAdapter {
+  std::vector<std::string> parts;               // dew module paths: model.layers.0.self_attn.q_proj, ...
+  std::vector<std::vector<std::int64_t>> rows;  // fused: each part's rows of B
+};
+
+// "model.layers.3." of "model.layers.3.self_attn.q_proj".
+std::string layer_prefix(const std::string& path) {
+  static const std::string head = "model.layers.";
+  return path.substr(0, path.find('.', head.size()) + 1);
+}
+
+std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('.')); }
+
+// The family's names for its modules that are not dew's own (c_attn, attn.c_proj, dense), for errors.
+std::string family_names(const LoraTargetNames& names) {
+  std::set<std::string> family;
+  for (const auto& entry : names) {
+    if (entry.parts.size() > 1 || last_name(entry.name) != last_name(entry.parts.at(0))) family.insert(entry.name);
+  }
+  return family.empty() ? "" : "; its family's names for them are " + joined({family.begin(), family.end()});
+}
+
+// Every adapter lora.modules asks for, keyed by where its A and B live (sorted: the draw order). Errors: a
+// name neither dew's nor the family's, a module the model lacks, a projection named twice.
+std::map<std::string, PlannedAdapter> plan_lora(const std::map<std::string, std::shared_ptr<LinearImpl>>& linears,
+                                                const LoraConfig& config, const LoraTargetNames& names) {
+  std::set<std::string> present, layers;
+  for (const auto& [name, linear] : linears) present.insert(last_name(name)), layers.insert(layer_prefix(name));
+  const auto& choices = lora_module_choices();
+  std::map<std::string, PlannedAdapter> plan;
+  std::map<std::string, std::string> asked_by;  // dew module path -> the lora.modules name that adapts it
+  auto add = [&](const std::string& asked, const std::string& where, PlannedAdapter adapter) {
+    for (const auto& part : adapter.parts) {
+      if (!linears.count(part)) dew::fail("lora.modules names '", asked, "', but this model has no '", part, "'");
+      auto [it, fresh] = asked_by.emplace(part, asked);
+      if (!fresh) {
+        dew::fail("lora.modules names '", it->second, "' and '", asked, "', which both adapt '", part,
+                  "'; list each projection once (a fused module's name covers all its parts)");
+      }
+    }
+    plan.emplace(where, std::move(adapter));
+  };
+  for (const auto& wanted : config.module_names()) {
+    if (std::find(choices.begin(), choices.end(), wanted) != choices.end()) {
+      if (!present.count(wanted)) {
+        std::vector<std::string> have;
+        for (const auto& choice : choices) {
+          if (present.count(choice)) have.push_back(choice);
+        }
+        dew::fail("lora.modules names '", wanted, "', which this model does not have", wanted == "gate_proj" ? " (its MLP is not gated)" : "",
+                  "; its projections are ", joined(have), family_names(names));
+      }
+      for (const auto& [name, linear] : linears) {
+        if (last_name(name) == wanted) add(wanted, name, {{name}, {}});
+      }
+      continue;
+    }
+    bool matched = false;
+    for (const auto& entry : names) {
+      if (entry.name != wanted && !entry.name.ends_with("." + wanted)) continue;
+      matched = true;
+      for (const auto& layer : layers) {
+        PlannedAdapter adapter{{}, entry.parts.size() > 1 ? entry.rows : std::vector<std::vector<std::int64_t>>{}};
+        for (const auto& part : entry.parts) adapter.parts.push_back(layer + part);
+        const auto where = adapter.parts.size() > 1 ? parent_of(adapter.parts[0]) + "." + last_name(entry.name) : adapter.parts[0];
+        add(wanted, where, std::move(adapter));
+      }
+    }
+    if (!matched) {
+      dew::fail("lora.modules names '", wanted, "', which is not a projection LoRA can adapt; choose from ", joined(choices),
+                family_names(names),
+                wanted == "lm_head" || wanted == "embed_tokens" ? " (the embedding and output head stay frozen)" : "");
+    }
+  }
+  return plan;
+}
+
+// A and B for an adapter with these input and output widths, drawn as add_lora says.
+std::pair<std::shared_ptr<LinearImpl>, std::shared_ptr<LinearImpl>> new_adapter(const at::Tensor& w, std::int64_t in, std::int64_t out,
+                                                                                 std::int64_t rank, at::Generator& generator) {
+  auto options = at::TensorOptions().dtype(w.scalar_type()).device(w.device());
+  // peft: kaiming_uniform_(A, a=sqrt(5)); gain sqrt(2 / (1 + 5)) times sqrt(3 / fan_in) is 1 / sqrt(in).
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  auto a_values = at::empty({rank, in}, at::TensorOptions().dtype(at::kFloat)).uniform_(-bound, bound, generator);
+  auto a = std::make_shared<LinearImpl>(in, rank, false, w.scalar_type());
+  auto b = std::make_shared<LinearImpl>(rank, out, false, w.scalar_type());
+  at::NoGradGuard no_grad;
+  a->weight.set_data(a_values.to(options));
+  b->weight.set_data(at::zeros({out, rank}, options));
+  return {a, b};
+}
+
 }  // namespace
 
 const std::vector<std::string>& lora_module_choices() {
@@ -62,58 +159,59 @@ void LoraConfig::validate() const {
   if (rank < 0) dew::fail("lora.rank is ", rank, "; use a positive rank (8 or 16 are common), or 0 for no LoRA");
   if (!(alpha > 0) || std::isinf(alpha)) dew::fail("lora.alpha must be positive and finite, got ", alpha, " (the adapter is scaled by alpha / rank)");
   if (!(dropout >= 0 && dropout < 1)) dew::fail("lora.dropout must be in [0, 1), got ", dropout);
-  const auto& choices = lora_module_choices();
   std::set<std::string> seen;
   for (const auto& name : module_names()) {
     if (name.empty()) dew::fail("lora.modules '", modules, "' has an empty name; list projections separated by single commas");
-    if (std::find(choices.begin(), choices.end(), name) == choices.end()) {
-      dew::fail("lora.modules names '", name, "', which is not a projection LoRA can adapt; choose from ", joined(choices),
-                name == "lm_head" || name == "embed_tokens" ? " (the embedding and output head stay frozen)" : "");
-    }
     if (!seen.insert(name).second) dew::fail("lora.modules names '", name, "' twice ('", modules, "'); list each once");
   }
 }
 
-std::int64_t add_lora(CausalTransformer& model, const LoraConfig& config, std::uint64_t seed) {
+void check_lora_modules(const CausalTransformer& model, const LoraConfig& config, const LoraTargetNames& names) {
+  config.validate();
+  plan_lora(decoder_linears(*model), config, names);
+}
+
+std::int64_t add_lora(CausalTransformer& model, const LoraConfig& config, std::uint64_t seed, const LoraTargetNames& names) {
   config.validate();
   if (!config.enabled()) dew::fail("add_lora needs lora.rank > 0 (got ", config.rank, ")");
   if (has_lora(*model)) dew::fail("the model already has LoRA adapters; merge them (merge_lora) before adding new ones");
   auto linears = decoder_linears(*model);
-  std::set<std::string> present;
-  for (const auto& [name, linear] : linears) present.insert(last_name(name));
-  auto wanted = config.module_names();
-  for (const auto& name : wanted) {
-    if (!present.count(name)) {
-      std::vector<std::string> have;
-      for (const auto& choice : lora_module_choices()) {
-        if (present.count(choice)) have.push_back(choice);
-      }
-      dew::fail("lora.modules names '", name, "', which this model does not have", name == "gate_proj" ? " (its MLP is not gated)" : "",
-                "; its projections are ", joined(have));
-    }
-  }
+  const auto plan = plan_lora(linears, config, names);
+  std::map<std::string, std::shared_ptr<torch::nn::Module>> modules;
+  for (const auto& item : model->named_modules("", /*include_self=*/false)) modules.emplace(item.key(), item.value());
 
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
   std::int64_t count = 0;
-  for (auto& [name, linear] : linears) {
-    if (std::find(wanted.begin(), wanted.end(), last_name(name)) == wanted.end()) continue;
-    const auto& w = linear->weight;
-    const auto out = w.size(0), in = w.size(1);
-    auto options = at::TensorOptions().dtype(w.scalar_type()).device(w.device());
-    // peft: kaiming_uniform_(A, a=sqrt(5)); gain sqrt(2 / (1 + 5)) times sqrt(3 / fan_in) is 1 / sqrt(in).
-    const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-    auto a_values = at::empty({config.rank, in}, at::TensorOptions().dtype(at::kFloat)).uniform_(-bound, bound, generator);
-    auto a = std::make_shared<LinearImpl>(in, config.rank, false, w.scalar_type());
-    auto b = std::make_shared<LinearImpl>(config.rank, out, false, w.scalar_type());
-    {
-      at::NoGradGuard no_grad;
-      a->weight.set_data(a_values.to(options));
-      b->weight.set_data(at::zeros({out, config.rank}, options));
+  for (const auto& [at_path, adapter] : plan) {
+    const auto& first = linears.at(adapter.parts[0]);
+    const auto in = first->weight.size(1);
+    std::int64_t out = 0;
+    for (std::size_t j = 0; j < adapter.parts.size(); ++j) {
+      const auto part_out = linears.at(adapter.parts[j])->weight.size(0);
+      if (!adapter.rows.empty() && static_cast<std::int64_t>(adapter.rows.at(j).size()) != part_out) {
+        dew::fail("'", at_path, "': the family's layout gives '", adapter.parts[j], "' ", adapter.rows[j].size(), " rows but it has ", part_out);
+      }
+      out += part_out;
     }
-    linear->lora_A = linear->register_module("lora_A", a);
-    linear->lora_B = linear->register_module("lora_B", b);
-    linear->lora_scale = config.scale();
-    linear->lora_dropout = config.dropout;
+    auto [a, b] = new_adapter(first->weight, in, out, config.rank, generator);
+    if (adapter.rows.empty()) {
+      first->lora_A = first->register_module("lora_A", a);
+      first->lora_B = first->register_module("lora_B", b);
+    } else {
+      auto holder = std::make_shared<FusedLoraImpl>();
+      holder->register_module("lora_A", a);
+      holder->register_module("lora_B", b);
+      modules.at(parent_of(at_path))->register_module(last_name(at_path), holder);
+    }
+    for (std::size_t j = 0; j < adapter.parts.size(); ++j) {
+      auto& linear = *linears.at(adapter.parts[j]);
+      linear.lora_A = a, linear.lora_B = b;
+      if (!adapter.rows.empty()) linear.lora_rows = at::tensor(adapter.rows[j], at::kLong);
+      // With dropout each part draws its own mask where peft draws one for the fused input: the same
+      // distribution per part; at dropout 0 the two compute the same function.
+      linear.lora_scale = config.scale();
+      linear.lora_dropout = config.dropout;
+    }
     count += a->weight.numel() + b->weight.numel();
   }
   for (auto& item : model->named_parameters()) {
@@ -129,7 +227,9 @@ void merge_lora(CausalTransformer& model) {
   for (auto& [name, linear] : decoder_linears(*model)) {
     if (!linear->lora_A) continue;
     auto& w = linear->weight;
-    auto delta = at::matmul(linear->lora_B->weight.to(at::kFloat), linear->lora_A->weight.to(at::kFloat)) * linear->lora_scale;
+    auto b = linear->lora_B->weight.to(at::kFloat);
+    if (linear->lora_rows.defined()) b = b.index_select(0, linear->lora_rows.to(b.device()));
+    auto delta = at::matmul(b, linear->lora_A->weight.to(at::kFloat)) * linear->lora_scale;
     w.copy_((w.to(at::kFloat) + delta).to(w.scalar_type()));
   }
   remove_lora(model);
@@ -138,12 +238,22 @@ void merge_lora(CausalTransformer& model) {
 void remove_lora(CausalTransformer& model) {
   for (auto& [name, linear] : decoder_linears(*model)) {
     if (!linear->lora_A) continue;
-    linear->unregister_module("lora_A");
-    linear->unregister_module("lora_B");
+    if (!linear->lora_rows.defined()) {  // a fused adapter's A and B are its holder's, removed below
+      linear->unregister_module("lora_A");
+      linear->unregister_module("lora_B");
+    }
     linear->lora_A.reset();
     linear->lora_B.reset();
+    linear->lora_rows = at::Tensor();
     linear->lora_scale = linear->lora_dropout = 0.0;
   }
+  std::vector<std::pair<std::shared_ptr<torch::nn::Module>, std::string>> holders;
+  for (const auto& module : model->modules(/*include_self=*/true)) {
+    for (const auto& child : module->named_children()) {
+      if (std::dynamic_pointer_cast<FusedLoraImpl>(child.value())) holders.emplace_back(module, child.key());
+    }
+  }
+  for (auto& [parent, name] : holders) parent->unregister_module(name);
   for (auto& p : model->parameters()) p.set_requires_grad(true);
 }
 

@@ -9,6 +9,7 @@
 #include "dew/data/tokenizers/tokenizer.h"
 #include "dew/data/tokenizers/tokenizer_fingerprint.h"
 #include "dew/interop/hf_config.h"
+#include "dew/interop/hf_lora_targets.h"
 #include "dew/nn/decoder_flops.h"
 #include "dew/nn/device.h"
 #include "dew/nn/dtype.h"
@@ -137,6 +138,11 @@ nn::CausalTransformer under_run_config(nn::CausalTransformer loaded, const nn::C
   return model;
 }
 
+// lora.modules may name init.from's family's modules (GPT-2's c_attn) as well as dew's (nn/lora.h).
+nn::LoraTargetNames lora_target_names(const DecoderSections& s, const nn::CausalTransformer& model) {
+  return s.init.model_type.empty() ? nn::LoraTargetNames{} : interop::hf_lora_target_names(s.init.model_type, model);
+}
+
 }  // namespace
 
 double DecoderTask::flops_per_token() const { return nn::decoder_flops_per_token(sections().model, seq_len()); }
@@ -190,6 +196,8 @@ std::unique_ptr<DecoderRun> DecoderRun::start_fresh(const fs::path& run_dir, std
     checks.use_tokenizer(std::move(init.tokenizer));
   }
   resolve(*task, checks);
+  // lora.modules names init.from's modules (dew's or its family's): checked against it before anything is written.
+  if (init_model && s.lora.enabled()) nn::check_lora_modules(init_model, s.lora, lora_target_names(s, init_model));
   std::string tokenizer = "tokenizer", tokenizer_sha256;  // what run.json records
   if (init_model) tokenizer_sha256 = check_same_tokenizer(checks.tokenizer(), *task);
   check_fresh_run_dir(run_dir);
@@ -249,7 +257,7 @@ training::FitResult DecoderRun::train(std::FILE* out) {
   initial_model_ = nullptr;  // the trainer owns it from here
   std::int64_t frozen_bytes_freed = 0;
   if (s.lora.enabled()) {
-    nn::add_lora(model, s.lora, s.trainer.seed);
+    nn::add_lora(model, s.lora, s.trainer.seed, lora_target_names(s, model));
     frozen_bytes_freed = nn::store_frozen_weights_in_compute_dtype(model);  // exact: see nn/frozen_weights.h
     if (frozen_bytes_freed > 0) release_free_memory();  // the float32 copies' pages, not kept for the whole run
   }
@@ -292,7 +300,7 @@ nn::CausalTransformer DecoderRun::load_model(bool live, std::optional<std::int64
   if (target.is_cuda()) check_model_memory(s.model, target, source);
   // A LoRA run's checkpoints hold its adapters: the base weights come from init.from.
   nn::CausalTransformer model = s.lora.enabled() ? base_model() : build_model();
-  if (s.lora.enabled()) nn::add_lora(model, s.lora, s.trainer.seed);
+  if (s.lora.enabled()) nn::add_lora(model, s.lora, s.trainer.seed, lora_target_names(s, model));
   fs::path used = training::load_checkpoint_weights(*model, checkpoint_to_load(dir(), step), /*use_ema=*/!live);
   if (loaded) *loaded = used;
   if (s.lora.enabled() && merge_adapters) nn::merge_lora(model);  // one matrix per projection again: generation's speed
@@ -345,6 +353,7 @@ LoraAdapters DecoderRun::lora_adapters(const ModelLoadOptions& options) const {
   out.model = load_model(options.live, options.step, "cpu", &out.checkpoint, /*merge_adapters=*/false);
   out.lora = s.lora;
   out.base = s.init.from;
+  out.model_type = s.init.model_type;
   return out;
 }
 

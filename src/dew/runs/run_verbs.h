@@ -63,6 +63,7 @@ struct LoraAdapters {
   nn::CausalTransformer model{nullptr};  // the base with the adapters unmerged, on the CPU, in eval mode
   nn::LoraConfig lora;
   std::string base;                      // init.from: the model the adapters sit on
+  std::string model_type;                // init.from's family: the module names the adapter directory uses
   std::filesystem::path checkpoint;      // the step directory read
 };
 
