@@ -9,6 +9,7 @@
 #include "dew/interop/hf_config_reader.h"
 #include "dew/interop/hf_gpt2.h"
 #include "dew/interop/hf_llada.h"
+#include "dew/interop/hf_quantization.h"
 
 namespace dew::interop {
 
@@ -348,11 +349,8 @@ CausalTransformerConfig config_from_hf(const Json& config, const std::string& so
   if (!r.has("model_type")) dew::fail(source, ": config.json has no model_type; dew reads ", hf_model_types().size(), " decoder families");
   const std::string model_type = r.string("model_type", "");
 
-  // Fields that change the computation in ways no family here has.
-  if (r.has("quantization_config")) {
-    dew::fail(source, ": quantization_config is set (", config["quantization_config"].value("quant_method", "?"),
-              "); dew loads unquantized safetensors weights only");
-  }
+  // Fp8 block-scaled weights are dequantized at load (hf_quantization.h); other methods are refused there.
+  read_quantization_config(config, source);
   if (model_type == "llada") return llada_config_from_hf(config, source);
   if (model_type == "gpt2") return gpt2_config_from_hf(config, source);
   if (model_type == "gpt_neox") return gpt_neox_config_from_hf(config, source);
