@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "dew/core/atomic_file.h"
@@ -124,6 +125,36 @@ TEST(GgufModel, BadFilesNameFileAndField) {
   expect_error(patched(dir, "llama", key + std::string("\x04\0\0\0\x30\0\0\0", 8),
                        key + std::string("\x04\0\0\0\x28\0\0\0", 8)),
                {"blk.0.ffn_down.weight", "[48, 32]", "[40, 32]"});
+}
+
+// A copy of the tiny llama GGUF with tensor `name`'s ggml type (the u32 after its name, dimension count and
+// dimensions in the tensor infos) changed from `from` to `to`.
+fs::path with_tensor_type(const test::TempDir& dir, const std::string& name, std::uint32_t from, std::uint32_t to) {
+  std::string bytes = read_file(tiny_dir() / "llama.gguf");
+  std::uint64_t length = name.size();
+  std::size_t at = bytes.find(std::string(reinterpret_cast<const char*>(&length), 8) + name);
+  EXPECT_NE(at, std::string::npos) << name;
+  std::size_t dims_at = at + 8 + name.size();
+  std::uint32_t n_dims = 0, type = 0;
+  std::memcpy(&n_dims, bytes.data() + dims_at, 4);
+  std::size_t type_at = dims_at + 4 + 8 * n_dims;
+  std::memcpy(&type, bytes.data() + type_at, 4);
+  EXPECT_EQ(type, from) << name << " is not stored as the type the test expects";
+  std::memcpy(bytes.data() + type_at, &to, 4);
+  fs::path out = dir / "retyped-llama.gguf";
+  write_file_atomic(out, bytes);
+  return out;
+}
+
+TEST(GgufModel, TensorTypesDewDoesNotReadAreRefusedByName) {
+  test::TempDir dir;
+  // blk.0.ffn_up.weight is Q8_0 (type 8, 34 bytes per 32 values); IQ4_NL (20) and MXFP4 (39) blocks of 32
+  // values are smaller (18, 17 bytes), so the retyped tensor still lies inside its bytes and only its type is wrong.
+  for (auto [type, name] : {std::pair{20u, "IQ4_NL"}, std::pair{39u, "MXFP4"}}) {
+    expect_error(with_tensor_type(dir, "blk.0.ffn_up.weight", 8, type),
+                 {"blk.0.ffn_up.weight", name, "cannot dequantize", "Q8_0", "unquantized"});
+  }
+  expect_error(with_tensor_type(dir, "blk.0.ffn_up.weight", 8, 77), {"unknown ggml type 77"});
 }
 
 // ---- the real model ----------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ set(DEW_LABEL_PATTERNS_cli
     "^ReliabilityRuntime\\.(CtrlCEndsEvalAtOnceAndStopsTrainingWithACheckpoint|SecondSignalForceQuitsTraining)$"
     "^ReliabilityWriters\\.(ExportForceReplacesOnlyAPreviousExport|StaleTemporariesOfADeadWriterAreRemovedByTheNext)$"
     "^MDLMRunKind\\.(CommandsTrainEvaluateAndGenerate|FromAnAutoregressiveModelWithLoraAccumulationAndBf16ThenExportAsLlada)$"
-    "^SampleQuality\\.DewEvalReportsThemForAFashionRun$")
+    "^SampleQuality\\.DewEvalReportsThemForAFashionRun$"
+    "^(HubCacheChat|SmolLM2Chat)\\.")
 
 set(DEW_LABEL_PATTERNS_serve
     "^(ServeHttp|ServeHttpLoad|ServeOpenAIClient)\\.")

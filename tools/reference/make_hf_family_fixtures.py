@@ -1,7 +1,7 @@
 """Reference numbers for dew's Hugging Face decoder families, from transformers' own model classes.
 
 For each family (llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, and the wider ones gpt2, gpt_neox,
-phi3, olmo2, granite) builds a tiny random float32 model with the family's distinctive features switched on,
+phi3, phi3_longrope (Phi-3 with longrope rotary scaling), olmo2, granite) builds a tiny random float32 model with the family's distinctive features switched on,
 and writes under tests/fixtures/hf/FAMILY/:
   config.json, model.safetensors   as transformers' save_pretrained writes them (what load_hf_model reads)
   io.safetensors
@@ -106,6 +106,15 @@ WIDER = {
         intermediate_size=MLP, max_position_embeddings=64, original_max_position_embeddings=64, rms_norm_eps=1e-5,
         sliding_window=5, tie_word_embeddings=False,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}, **IDS),
+        "model.layers", {"self_attn.o_proj": "self_attn.o_proj", "mlp.down_proj": "mlp.down_proj"}),
+    # Phi-3's longrope: short_factor up to original_max_position_embeddings (8) tokens, long_factor beyond,
+    # cos/sin scaled by sqrt(1 + ln 8 / ln 8); the 12-token batch and both greedy runs cross the boundary.
+    "phi3_longrope": (T.Phi3Config, T.Phi3ForCausalLM, dict(
+        vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
+        intermediate_size=MLP, max_position_embeddings=64, original_max_position_embeddings=8, rms_norm_eps=1e-5,
+        sliding_window=5, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                         "short_factor": [1.0, 1.5], "long_factor": [2.0, 7.5]}, **IDS),
         "model.layers", {"self_attn.o_proj": "self_attn.o_proj", "mlp.down_proj": "mlp.down_proj"}),
     # Norms after each sublayer only, q/k RMSNorm over the whole projection.
     "olmo2": (T.Olmo2Config, T.Olmo2ForCausalLM, dict(
@@ -243,6 +252,14 @@ def main():
                    "padded_positions": positions, "padded_logits": padded_logits,
                    "prompt0": prompts[0].clone(), "prompt1": prompts[1].clone(),
                    "greedy0": greedy[0], "greedy1": greedy[1]}
+        if "longrope" in name:
+            # A batch no longer than original_max_position_embeddings (short_factor), and each padded row
+            # alone: transformers picks the factors by the batch's longest row, dew by each row's own length.
+            with torch.no_grad():
+                tensors["short_ids"] = ids[:, :6].clone()
+                tensors["short_logits"] = model(input_ids=tensors["short_ids"]).logits
+                tensors["padded_logits"] = torch.cat([model(input_ids=padded[i:i + 1], attention_mask=mask[i:i + 1],
+                                                            position_ids=positions[i:i + 1]).logits for i in range(2)])
         if name in WIDER:
             tensors |= lora_reference(model, name, ids)
         if name in FAMILY_TARGETS:

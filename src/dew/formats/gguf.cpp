@@ -16,7 +16,8 @@ at::Tensor gguf_tensor(const GgufFile& file, const std::string& name, c10::Scala
   if (!ggml_type_dequantizable(info.type)) {
     dew::fail("'", file.name(), "' tensor '", name, "' is stored as ", ggml_type_name(info.type),
               ", which dew cannot dequantize (it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K); "
-              "re-quantize the model to one of those");
+              "use a GGUF of the model quantized to one of those (llama.cpp's llama-quantize from an F16 or BF16 GGUF) "
+              "or the unquantized Hugging Face checkpoint");
   }
   auto out = at::empty(gguf_torch_shape(info), at::TensorOptions().dtype(at::kFloat));
   dequantize(info.type, file.data(info), info.elements(), out.data_ptr<float>());

@@ -23,6 +23,7 @@ const DtypeInfo kDtypes[] = {
     {"I16", c10::kShort, 2},          {"I8", c10::kChar, 1},            {"U8", c10::kByte, 1},
     {"BOOL", c10::kBool, 1},          {"U16", c10::kUInt16, 2},         {"U32", c10::kUInt32, 4},
     {"U64", c10::kUInt64, 8},         {"F8_E4M3", c10::kFloat8_e4m3fn, 1}, {"F8_E5M2", c10::kFloat8_e5m2, 1},
+    {"F8_E8M0", c10::kFloat8_e8m0fnu, 1},
 };
 
 const DtypeInfo* find_dtype(const std::string& name) {

@@ -21,6 +21,7 @@ struct DtypeSize {
 constexpr DtypeSize kDtypeSizes[] = {
     {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1},
     {"U8", 1},  {"BOOL", 1}, {"U16", 2}, {"U32", 4}, {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1},
+    {"F8_E8M0", 1},  // DeepSeek-V3.2's power-of-two fp8 block scales
 };
 
 }  // namespace

@@ -40,6 +40,9 @@ EngineOptions resolved(const nn::CausalTransformerConfig& config, EngineOptions 
               ") or a value in [1, ", config.max_seq_len, "]");
   }
   if (o.step_token_budget < 1) dew::fail("engine step_token_budget is ", o.step_token_budget, "; use at least 1 token per step");
+  // longrope (rotary.h): a row's keys depend on whether the whole row is longer than the rope boundary, so
+  // slots another row computed may have been rotated with the other factors; no prefix is shared.
+  if (config.rope_scaling.type == "longrope") o.prefix_cache = false;
   return o;
 }
 
@@ -193,10 +196,31 @@ struct Engine::State {
     return d;
   }
 
+  // longrope's length for one row's call ([1] on the device), undefined for other models.
+  at::Tensor rope_lengths(std::int64_t length) const {
+    if (model->config().rope_scaling.type != "longrope") return {};
+    return at::full({1}, length, at::TensorOptions().dtype(at::kLong).device(device));
+  }
+
+  // longrope: a row whose next token takes it past original_max_position_embeddings had its slots computed
+  // with short_factor; they are computed again with long_factor first (one forward over the row's tokens),
+  // as transformers' Phi-3 generation drops its cache at that step and runs the whole sequence again.
+  void recompute_past_rope_boundary(std::int64_t row, const Request& r) {
+    const auto& scaling = model->config().rope_scaling;
+    if (scaling.type != "longrope" || r.cached != scaling.original_max_position_embeddings) return;
+    const auto& tokens = cache.tokens(row);
+    auto longs = at::TensorOptions().dtype(at::kLong);
+    auto ids = at::tensor(std::vector<std::int64_t>(tokens.begin(), tokens.end()), longs).view({1, r.cached}).to(device);
+    auto positions = at::arange(r.cached, longs.device(device)).view({1, r.cached});
+    auto& view = cache.view(row, 1, r.cached);
+    model->hidden_states({ids, positions, {}, &view, {}, rope_lengths(r.cached + 1)});
+  }
+
   // One token for each of rows [0, d): their newest token at their own position -> logits [d, vocab].
   at::Tensor decode(std::int64_t d) {
     auto ids = host_decode.accessor<std::int64_t, 2>();
     std::int64_t span = 0;
+    for (std::int64_t i = 0; i < d; ++i) recompute_past_rope_boundary(i, *rows[static_cast<std::size_t>(i)]);
     for (std::int64_t i = 0; i < d; ++i) {
       const Request& r = *rows[static_cast<std::size_t>(i)];
       ids[0][i] = r.last;
@@ -225,8 +249,10 @@ struct Engine::State {
     }
     if (!device.is_cpu()) device_prefill.narrow(1, 0, chunk).copy_(host_prefill.narrow(1, 0, chunk));
     auto& view = cache.view(r.row, 1, r.cached + chunk);
+    // longrope: every chunk rotates as the whole prompt does (transformers prefills a prompt in one forward).
     auto hidden = model->hidden_states({device_prefill[0].narrow(0, 0, chunk).view({1, chunk}),
-                                        device_prefill[1].narrow(0, 0, chunk).view({1, chunk}), {}, &view});
+                                        device_prefill[1].narrow(0, 0, chunk).view({1, chunk}), {}, &view, {},
+                                        rope_lengths(r.prompt_length())});
     if (r.request.prompt_logprobs) score_prompt(r, hidden.squeeze(0), chunk);
     cache.wrote(r.row, r.cached, r.request.prompt.data() + r.cached, chunk);
     r.cached += chunk;

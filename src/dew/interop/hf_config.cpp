@@ -9,6 +9,7 @@
 #include "dew/interop/hf_config_reader.h"
 #include "dew/interop/hf_gpt2.h"
 #include "dew/interop/hf_llada.h"
+#include "dew/interop/hf_quantization.h"
 
 namespace dew::interop {
 
@@ -43,7 +44,7 @@ nn::RopeScaling read_rope_scaling(const nlohmann::ordered_json& params, const st
     return scaling;
   }
   dew::fail(source, ": ", field, ".rope_type is '", type,
-            "'; dew computes default, linear and llama3 rotary scaling (dynamic, yarn, longrope, ... are not supported)");
+            "'; dew computes default, linear and llama3 rotary scaling, and longrope for phi3 only (dynamic, yarn, ... are not supported)");
 }
 
 }  // namespace detail
@@ -165,6 +166,50 @@ double take_partial_rotary(Json& config) {
   return factor;
 }
 
+// A list of numbers at params[key], named `field` in errors.
+std::vector<double> read_numbers(const Json& params, const std::string& key, const std::string& field, const std::string& source) {
+  if (!params.contains(key) || !params[key].is_array()) {
+    dew::fail(source, ": ", field, " is ", params.contains(key) ? params[key].dump() : "missing", "; longrope needs a list of numbers");
+  }
+  std::vector<double> out;
+  for (const auto& v : params[key]) {
+    if (!v.is_number()) dew::fail(source, ": ", field, " holds ", v.dump(), "; expected numbers");
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+// Phi-3's longrope (rope_type longrope, or su as older configs spell it; transformers' Phi3Config and
+// _compute_longrope_parameters), taken out of `config` so read_rope then sees default rotary. Nothing when
+// the config has no longrope. Phi3Config always has original_max_position_embeddings (default 4096) and
+// transformers gives it priority over the rope object's own; factor defaults to max_position_embeddings /
+// original_max_position_embeddings, attention_factor to sqrt(1 + ln factor / ln original) (1 when factor <= 1).
+std::optional<nn::RopeScaling> take_longrope(Json& config, const std::string& source) {
+  for (const std::string key : {"rope_parameters", "rope_scaling"}) {
+    if (!config.contains(key) || !config[key].is_object()) continue;
+    Json& p = config[key];
+    Reader r(p, source);
+    const auto type = r.has("rope_type") ? r.string("rope_type", "") : r.string("type", "");
+    if (type != "longrope" && type != "su") continue;
+    nn::RopeScaling s;
+    s.type = "longrope";
+    s.short_factor = read_numbers(p, "short_factor", key + ".short_factor", source);
+    s.long_factor = read_numbers(p, "long_factor", key + ".long_factor", source);
+    Reader top(config, source);
+    s.original_max_position_embeddings =
+        top.integer("original_max_position_embeddings", r.integer("original_max_position_embeddings", 4096));
+    const double original = static_cast<double>(s.original_max_position_embeddings);
+    s.factor = r.number("factor", static_cast<double>(top.integer("max_position_embeddings")) / original);
+    s.attention_factor = r.number("attention_factor", s.factor <= 1.0 ? 1.0 : std::sqrt(1 + std::log(s.factor) / std::log(original)));
+    for (const char* used : {"short_factor", "long_factor", "factor", "attention_factor", "original_max_position_embeddings", "type"}) {
+      p.erase(used);
+    }
+    p["rope_type"] = "default";
+    return s;
+  }
+  return std::nullopt;
+}
+
 detail::BlockFeatures features_of(Variant variant) {
   switch (variant) {
     case Variant::phi3: return {.partial_rotary = true};
@@ -183,7 +228,7 @@ void read_variant_fields(const Reader& r, Variant variant) {
       dew::fail(r.source(), ": ", dropout, " is ", r.number(dropout), "; dew trains without dropout, so fine-tuning would differ (set it to 0.0 to load anyway)");
     }
   }
-  // Inert: original_max_position_embeddings (longrope's, which dew refuses by rope_type).
+  // Inert without longrope: original_max_position_embeddings (take_longrope reads it).
 }
 
 // The variant's block, on top of the table's translation.
@@ -290,9 +335,10 @@ double read_rotary(const Reader& r, const Json& config, const Family& f, CausalT
   } else if (f.variant == Variant::phi3) {  // partial rotary: the factor taken out, the rest read as usual
     Json rest = config;
     double partial = take_partial_rotary(rest);
+    auto longrope = take_longrope(rest, source);
     auto rope = read_rope(Reader(rest, source), rest, "full_attention", 10'000.0, "rope_theta");
     c.rope_theta = rope.theta;
-    c.rope_scaling = rope.scaling;
+    c.rope_scaling = longrope ? *longrope : rope.scaling;
     c.rotary_dim = static_cast<std::int64_t>(static_cast<double>(c.resolved_head_dim()) * partial);  // transformers' int(...)
     if (c.rotary_dim == c.resolved_head_dim()) c.rotary_dim = 0;
   } else {
@@ -348,11 +394,8 @@ CausalTransformerConfig config_from_hf(const Json& config, const std::string& so
   if (!r.has("model_type")) dew::fail(source, ": config.json has no model_type; dew reads ", hf_model_types().size(), " decoder families");
   const std::string model_type = r.string("model_type", "");
 
-  // Fields that change the computation in ways no family here has.
-  if (r.has("quantization_config")) {
-    dew::fail(source, ": quantization_config is set (", config["quantization_config"].value("quant_method", "?"),
-              "); dew loads unquantized safetensors weights only");
-  }
+  // Fp8 block-scaled weights are dequantized at load (hf_quantization.h); other methods are refused there.
+  read_quantization_config(config, source);
   if (model_type == "llada") return llada_config_from_hf(config, source);
   if (model_type == "gpt2") return gpt2_config_from_hf(config, source);
   if (model_type == "gpt_neox") return gpt_neox_config_from_hf(config, source);
@@ -552,9 +595,17 @@ void add_variant_fields(const CausalTransformerConfig& c, const Family& f, Json&
   const auto head_dim = static_cast<double>(c.resolved_head_dim());
   switch (f.variant) {
     case Variant::phi3:
-      if (c.rope_scaling.type != "none") refuse(f.model_type, "rope_scaling.type", "is " + c.rope_scaling.type + "; Phi-3 computes default (or longrope) rotary only");
+      if (c.rope_scaling.type != "none" && c.rope_scaling.type != "longrope") {
+        refuse(f.model_type, "rope_scaling.type", "is " + c.rope_scaling.type + "; Phi-3 computes default or longrope rotary only");
+      }
       out["partial_rotary_factor"] = static_cast<double>(c.resolved_rotary_dim()) / head_dim;
       out["original_max_position_embeddings"] = c.max_seq_len;
+      if (c.rope_scaling.type == "longrope") {
+        const auto& s = c.rope_scaling;
+        out["original_max_position_embeddings"] = s.original_max_position_embeddings;
+        out["rope_scaling"] = {{"rope_type", "longrope"}, {"short_factor", s.short_factor}, {"long_factor", s.long_factor},
+                               {"factor", s.factor}, {"attention_factor", s.attention_factor}};
+      }
       out["resid_pdrop"] = 0.0;
       out["embd_pdrop"] = 0.0;
       // Phi3Config's defaults (1, 32000, 32000) are Phi-3's vocabulary's ids, outside a smaller one, which
@@ -614,6 +665,8 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
                            {"low_freq_factor", c.rope_scaling.low_freq_factor},
                            {"high_freq_factor", c.rope_scaling.high_freq_factor},
                            {"original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings}};
+  } else if (c.rope_scaling.type == "longrope" && f.variant != Variant::phi3) {
+    refuse(mt, "rope_scaling.type", "is longrope; dew computes it as phi3 only (add_variant_fields writes it)");
   } else {
     out["rope_scaling"] = nullptr;
   }

@@ -191,6 +191,7 @@ Json gpt_neox_config_to_hf(const CausalTransformerConfig& c) {
   Json rope = {{"rope_type", "default"}, {"rope_theta", c.rope_theta}};
   if (c.rope_scaling.type == "linear") rope = {{"rope_type", "linear"}, {"rope_theta", c.rope_theta}, {"factor", c.rope_scaling.factor}};
   if (c.rope_scaling.type == "llama3") refuse(mt, "rope_scaling.type", "is llama3; export it as llama");
+  if (c.rope_scaling.type == "longrope") refuse(mt, "rope_scaling.type", "is longrope; export it as phi3");
   rope["partial_rotary_factor"] = static_cast<double>(c.resolved_rotary_dim()) / static_cast<double>(c.resolved_head_dim());
   out["rope_parameters"] = rope;
   return out;

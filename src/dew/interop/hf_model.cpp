@@ -8,6 +8,7 @@
 #include "dew/core/error.h"
 #include "dew/formats/safetensors_checkpoint.h"
 #include "dew/interop/hf_config.h"
+#include "dew/interop/hf_quantization.h"
 #include "dew/interop/hf_tensor_layout.h"
 #include "dew/nn/dtype.h"
 #include "dew/nn/parameters.h"
@@ -43,7 +44,7 @@ HfTensorLayout checkpoint_layout(const nn::CausalTransformer& model, const std::
 }
 
 void load_weights(nn::CausalTransformer& model, const formats::SafetensorsCheckpoint& weights, const fs::path& dir,
-                  const std::string& family) {
+                  const std::string& family, const std::optional<Fp8Quantization>& fp8) {
   at::NoGradGuard no_grad;
   auto params = nn::parameter_map(*model);
   const auto layout = checkpoint_layout(model, family, weights);
@@ -61,11 +62,12 @@ void load_weights(nn::CausalTransformer& model, const formats::SafetensorsCheckp
       dew::fail("'", weights.file_of(name).string(), "' tensor '", name, "' has shape ", c10::IntArrayRef(stored_entry.shape),
                 " but config.json implies ", c10::IntArrayRef(want));
     }
-    const at::Tensor stored = weights.view(name);
+    const at::Tensor stored = stored_weight(weights, name, fp8);  // fp8 blocks dequantized to float32
     nn::require_finite(stored, weights.file_of(name).string(), name);
     auto parts = split_fused(entry, stored, shapes);
     for (std::size_t i = 0; i < parts.size(); ++i) params.at(entry.parts[i]).copy_(parts[i]);
     weights.drop_pages(name);  // one resident copy of the weights while loading, not the map's and the model's
+    if (weights.entry(name).dtype == "F8_E4M3") expected.insert(name + "_scale_inv");  // consumed with its weight
   }
   for (const auto& name : weights.names()) {
     if (expected.count(name) || hf_ignorable_tensor(family, name)) continue;
@@ -94,9 +96,10 @@ HfModel load_hf_model(const fs::path& dir, c10::ScalarType dtype) {
   auto config = config_from_hf(out.hf_config, config_path.string());
   out.model_type = hf_family_name(out.hf_config.value("model_type", ""));
   config.dtype = config.param_dtype = nn::dtype_name(dtype);
+  const auto fp8 = read_quantization_config(out.hf_config, config_path.string());
   formats::SafetensorsCheckpoint weights(dir);
   out.model = nn::CausalTransformer(config, nn::ParameterInit::none);  // every weight is loaded next
-  load_weights(out.model, weights, dir, out.model_type);
+  load_weights(out.model, weights, dir, out.model_type, fp8);
   out.model->eval();
   return out;
 }

@@ -26,7 +26,9 @@ struct HfModel {
 // Parameters are stored, and computed, in `dtype` (float32, bfloat16 or float16). Errors (dew::Error)
 // name the file and the field or tensor: an untranslatable config field, a missing tensor, a tensor the
 // model does not have, a shape that disagrees with the config, a tied lm_head.weight that differs from
-// model.embed_tokens.weight. Ignored: rotary_emb.inv_freq buffers older checkpoints carry.
+// model.embed_tokens.weight. Ignored: rotary_emb.inv_freq buffers older checkpoints carry. An fp8 checkpoint
+// (quantization_config quant_method fp8, hf_quantization.h) is dequantized to `dtype` here: the model holds
+// plain weights, so save_hf_model writes it back unquantized; other quantization methods are refused.
 HfModel load_hf_model(const std::filesystem::path& dir, c10::ScalarType dtype = at::kFloat);
 
 struct HfExportOptions {

@@ -25,6 +25,10 @@ struct DecoderInputs {
   // causal rule, for layouts segments cannot say (DPO's shared prompt: two completions after one prompt).
   // Sliding-window layers still apply their window on top. Every row must allow at least its own slot.
   at::Tensor attention_mask;
+  // [B] int64, optional, longrope models only (rotary.h): the length by which each row's rotary frequencies
+  // are chosen; default its largest position + 1. The engine passes a prompt's whole length to each of its
+  // prefill chunks, and the length a row will have when it recomputes its cache past the boundary.
+  at::Tensor rope_lengths;
 };
 
 // The token table. For inference it may be held `quantized` (nn/quantized/; `weight` then an empty

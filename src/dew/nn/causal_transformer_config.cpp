@@ -19,6 +19,30 @@ double CausalTransformerConfig::kind_rope_theta_of_layer(std::int64_t layer) con
   return it == kinds.end() ? 0.0 : it->second.rope_theta;
 }
 
+namespace {
+
+// longrope's lists: one positive finite divisor per rotating pair, and the boundary and scale they need.
+void validate_longrope(const RopeScaling& s, std::int64_t rotary_dim) {
+  const auto pairs = static_cast<std::size_t>(rotary_dim / 2);
+  for (const auto* list : {&s.short_factor, &s.long_factor}) {
+    const char* name = list == &s.short_factor ? "short_factor" : "long_factor";
+    if (list->size() != pairs) {
+      dew::fail("model.rope_scaling.", name, " has ", list->size(), " values; longrope needs one per rotating pair of a head: ", pairs);
+    }
+    for (double v : *list) {
+      if (!(v > 0) || std::isinf(v)) dew::fail("model.rope_scaling.", name, " holds ", v, "; its divisors must be positive and finite");
+    }
+  }
+  if (s.original_max_position_embeddings <= 0) {
+    dew::fail("model.rope_scaling.original_max_position_embeddings is ", s.original_max_position_embeddings, "; longrope needs it positive");
+  }
+  if (!(s.attention_factor > 0) || std::isinf(s.attention_factor)) {
+    dew::fail("model.rope_scaling.attention_factor is ", s.attention_factor, "; use a finite number above 0");
+  }
+}
+
+}  // namespace
+
 void CausalTransformerConfig::validate() const {
   auto positive = [](std::int64_t value, const char* field) {
     if (value <= 0) dew::fail("model.", field, " must be positive, got ", value);
@@ -96,9 +120,10 @@ void CausalTransformerConfig::validate() const {
   finite_positive(norm_eps, "norm_eps");  // RMSNorm divides by sqrt(mean(x^2) + norm_eps)
   if (!std::isfinite(embedding_scale)) dew::fail("model.embedding_scale must be finite, got ", embedding_scale);
   if (!std::isfinite(norm_weight_offset)) dew::fail("model.norm_weight_offset must be finite, got ", norm_weight_offset);
-  if (rope_scaling.type != "none" && rope_scaling.type != "linear" && rope_scaling.type != "llama3") {
-    dew::fail("model.rope_scaling.type is '", rope_scaling.type, "'; use none, linear or llama3");
+  if (rope_scaling.type != "none" && rope_scaling.type != "linear" && rope_scaling.type != "llama3" && rope_scaling.type != "longrope") {
+    dew::fail("model.rope_scaling.type is '", rope_scaling.type, "'; use none, linear, llama3 or longrope");
   }
+  if (rope_scaling.type == "longrope") validate_longrope(rope_scaling, resolved_rotary_dim());
   if (rope_scaling.type != "none") finite_positive(rope_scaling.factor, "rope_scaling.factor");
   if (rope_scaling.type == "llama3" && (!(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor) ||
                                         !(rope_scaling.low_freq_factor > 0) || std::isinf(rope_scaling.high_freq_factor) || rope_scaling.original_max_position_embeddings <= 0)) {

@@ -27,19 +27,28 @@ struct LayerKind {
 //   linear  those divided by factor (positions interpolated)
 //   llama3  Llama 3.1's: low frequencies divided by factor, high ones kept, a smooth blend between,
 //           the bands set by low_freq_factor, high_freq_factor and original_max_position_embeddings.
+//   longrope  Phi-3's: frequency i divided by short_factor[i] while a row is at most
+//           original_max_position_embeddings tokens long, by long_factor[i] beyond (rotary.h says which length
+//           decides), and cos / sin multiplied by attention_factor.
 struct RopeScaling {
   std::string type = "none";
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   std::int64_t original_max_position_embeddings = 8192;
+  std::vector<double> short_factor, long_factor;  // longrope: one per rotating pair (rotary dims / 2)
+  double attention_factor = 1.0;                  // longrope: cos and sin scaled by it
   template <class V>
   void fields(V& v) {
-    v("type", type, "none, linear or llama3");
-    v("factor", factor, "frequency divisor (linear, llama3)");
+    v("type", type, "none, linear, llama3 or longrope");
+    v("factor", factor, "frequency divisor (linear, llama3); longrope: the context stretch, max_seq_len / original_max_position_embeddings");
     v("low_freq_factor", low_freq_factor, "llama3: wavelengths above original_max_position_embeddings / this are divided by factor");
     v("high_freq_factor", high_freq_factor, "llama3: wavelengths below original_max_position_embeddings / this are kept");
-    v("original_max_position_embeddings", original_max_position_embeddings, "llama3: the context length trained before scaling");
+    v("original_max_position_embeddings", original_max_position_embeddings,
+      "llama3, longrope: the context length trained before scaling");
+    v("short_factor", short_factor, "longrope: per-frequency divisors for rows up to original_max_position_embeddings long");
+    v("long_factor", long_factor, "longrope: per-frequency divisors for longer rows");
+    v("attention_factor", attention_factor, "longrope: cos and sin multiplied by it (sqrt(1 + ln factor / ln original) by default)");
   }
 };
 

@@ -22,6 +22,9 @@ void check_decoder_call(const DecoderInputs& in, const CausalTransformerConfig& 
                 in.attention_mask.sizes());
     }
   }
+  if (in.rope_lengths.defined() && (in.rope_lengths.scalar_type() != at::kLong || in.rope_lengths.sizes() != at::IntArrayRef{B})) {
+    dew::fail("the decoder call's rope_lengths must be int64 [", B, "], got ", in.rope_lengths.scalar_type(), " ", in.rope_lengths.sizes());
+  }
   if (!in.cache && S > config.max_seq_len) {
     dew::fail("the sequence has ", S, " tokens but the model's max_seq_len is ", config.max_seq_len);
   }
@@ -73,6 +76,11 @@ const RotaryAngles* DecoderLayerCalls::angles_for(std::int64_t layer) {
   auto it = angles_by_theta_.find(theta);
   if (it == angles_by_theta_.end()) {
     const auto device = in_.ids.device();
+    if (theta == 0 && config_.rope_scaling.type == "longrope") {
+      auto lengths = in_.rope_lengths.defined() ? in_.rope_lengths : positions_.amax(1) + 1;
+      return &angles_by_theta_.emplace(theta, longrope_angles(positions_, lengths, dims, config_.rope_theta, config_.rope_scaling, compute_dtype_))
+                  .first->second;
+    }
     auto inv_freq = theta > 0 ? rotary_inv_freq(dims, theta, RopeScaling{}, device)
                               : rotary_inv_freq(dims, config_.rope_theta, config_.rope_scaling, device);
     it = angles_by_theta_.emplace(theta, rotary_angles(positions_, inv_freq, compute_dtype_)).first;

@@ -38,6 +38,28 @@ RotaryAngles rotary_angles(const at::Tensor& positions, const at::Tensor& inv_fr
   return {emb.cos().to(dtype), emb.sin().to(dtype)};
 }
 
+at::Tensor longrope_inv_freq(std::int64_t head_dim, double theta, const RopeScaling& scaling, bool long_rows, c10::Device device) {
+  auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
+  auto exponents =
+      at::arange(0, head_dim, 2, at::TensorOptions().dtype(at::kLong).device(device)).to(at::kFloat) / static_cast<double>(head_dim);
+  // torch.tensor(list, dtype=float32): each Python float rounded to float32.
+  auto factors = at::tensor(long_rows ? scaling.long_factor : scaling.short_factor, at::kDouble).to(f32);
+  return 1.0 / (factors * at::pow(at::scalar_tensor(theta, f32), exponents));
+}
+
+RotaryAngles longrope_angles(const at::Tensor& positions, const at::Tensor& lengths, std::int64_t head_dim, double theta,
+                             const RopeScaling& scaling, c10::ScalarType dtype) {
+  const auto device = positions.device();
+  auto is_long = (lengths > scaling.original_max_position_embeddings).view({-1, 1, 1});  // [B, 1, 1]
+  auto inv_freq = at::where(is_long, longrope_inv_freq(head_dim, theta, scaling, true, device),
+                            longrope_inv_freq(head_dim, theta, scaling, false, device));  // [B, 1, D/2]
+  auto freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;                       // [B, S, D/2]
+  auto emb = at::cat({freqs, freqs}, -1).unsqueeze(1);                                   // [B, 1, S, D]
+  auto cos = emb.cos(), sin = emb.sin();
+  if (scaling.attention_factor != 1.0) cos = cos * scaling.attention_factor, sin = sin * scaling.attention_factor;
+  return {cos.to(dtype), sin.to(dtype)};
+}
+
 RotaryAngles rotary_angles(const at::Tensor& positions, std::int64_t head_dim, double theta, c10::ScalarType dtype) {
   return rotary_angles(positions, rotary_inv_freq(head_dim, theta, RopeScaling{}, positions.device()), dtype);
 }

@@ -16,6 +16,18 @@ struct RotaryAngles {
 at::Tensor rotary_inv_freq(std::int64_t head_dim, double theta, const RopeScaling& scaling, c10::Device device);
 
 RotaryAngles rotary_angles(const at::Tensor& positions, const at::Tensor& inv_freq, c10::ScalarType dtype);
+
+// longrope (Phi-3): 1 / (factor[i] * theta^(2i/d)) with long_factor (`long_rows`) or short_factor, in fp32 as
+// transformers' _compute_longrope_parameters builds them.
+at::Tensor longrope_inv_freq(std::int64_t head_dim, double theta, const RopeScaling& scaling, bool long_rows, c10::Device device);
+
+// longrope's angles: row b rotates with long_factor when lengths[b] > original_max_position_embeddings, else
+// with short_factor, and cos / sin are multiplied by attention_factor before the cast (Phi3RotaryEmbedding).
+// transformers picks one set for the whole batch by max(position_ids) + 1; dew picks per row (the decoder's
+// caller says by which length, DecoderInputs::rope_lengths), so a row computes what it computes alone, as
+// transformers' generate computes each prompt.
+RotaryAngles longrope_angles(const at::Tensor& positions, const at::Tensor& lengths, std::int64_t head_dim, double theta,
+                             const RopeScaling& scaling, c10::ScalarType dtype);
 // Unscaled frequencies with base theta.
 RotaryAngles rotary_angles(const at::Tensor& positions, std::int64_t head_dim, double theta, c10::ScalarType dtype);
 
