@@ -36,16 +36,13 @@ set(DEW_LABEL_PATTERNS_reference
     "^TinyGgufExport\\.ReadByGgufPyAndTransformers$"
     "^HfExport\\.RoundTripsAndTransformersAgrees$"
     "^Lora\\.PeftLoadsDewsExport$"
-    "^Families/HfFamilyNamedLora\\.ExportIsPeftsDirectory/"
-    "^Families/HfFamilyLora\\.ExportReadBackByPeft/")
+    "^HfFamilyNamedLora\\.ExportIsPeftsDirectory$"
+    "^HfFamilyLora\\.ExportReadBackByPeft$")
 
 set(DEW_LABEL_PATTERNS_slow
     "^DistributedTraining\\."
     "^SampleQuality\\.RealImagesScoreAsRealAndNoiseDoesNot$"
-    "^GgufExport\\.SmolLM2ToF16AndQ8_0$"
-    # One Python start (torch, transformers, peft) each: 32-37 s on the 2-core VM under a parallel build.
-    "^Families/HfFamilyNamedLora\\.ExportIsPeftsDirectory/"
-    "^Families/HfFamilyLora\\.ExportReadBackByPeft/")
+    "^GgufExport\\.SmolLM2ToF16AndQ8_0$")
 
 # `unit` goes to a test that is none of cli, serve, distributed and slow (a reference test can be unit).
 set(DEW_LABELS cli serve distributed slow reference)
