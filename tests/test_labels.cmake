@@ -46,10 +46,7 @@ set(DEW_LABEL_PATTERNS_slow
     "^DistributedTraining\\."
     "^SampleQuality\\.RealImagesScoreAsRealAndNoiseDoesNot$"
     "^GgufExport\\.SmolLM2ToF16AndQ8_0$"
-    "^LlamaCppRunsExport\\.SmolLM2AsF16$"
-    # One Python start (torch, transformers, peft) each: 32-37 s on the 2-core VM under a parallel build.
-    "^HfFamilyNamedLora\\.ExportIsPeftsDirectory$"
-    "^HfFamilyLora\\.ExportReadBackByPeft$")
+    "^LlamaCppRunsExport\\.SmolLM2AsF16$")
 
 # `unit` goes to a test that is none of cli, serve, distributed and slow (a reference test can be unit).
 set(DEW_LABELS cli serve distributed slow reference)
