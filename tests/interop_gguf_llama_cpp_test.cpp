@@ -7,6 +7,7 @@
 // dew scores llama.cpp's whole sequence, so one near-tie cannot derail the rest of the comparison).
 // The exports: the tiny llama/qwen2/qwen3 fixtures as F32, F16 and Q8_0; a decoder on a BPE vocabulary dew
 // learned (the case llama.cpp refused before the "gpt-2" pre-tokenizer name); the real SmolLM2 when fetched.
+// And the other way: dew's native Q4_1 decoding of the real SmolLM2 file against llama.cpp's on that file.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,8 +16,10 @@
 
 #include "dew/data/tokenizers/tokenizer.h"
 #include "dew/formats/gguf.h"
+#include "dew/inference/generate.h"
 #include "dew/interop/gguf_export.h"
 #include "dew/interop/gguf_model.h"
+#include "dew/nn/quantized_weights.h"
 #include "test_support.h"
 
 namespace dew::interop {
@@ -47,8 +50,16 @@ std::string llama_cpp_command(const fs::path& gguf, const std::string& text, int
   return command.append(std::to_string(new_tokens)).append(" 2>&1");
 }
 
-LlamaCppRun run_llama_cpp(const fs::path& gguf, const std::string& text) {
-  auto result = test::run_command(llama_cpp_command(gguf, text, kNewTokens));
+// llama.cpp on `gguf`: the text tokenized by llama.cpp, or `ids` as the prompt when given.
+LlamaCppRun run_llama_cpp(const fs::path& gguf, const std::string& text, const Ids& ids = {}) {
+  std::string command = llama_cpp_command(gguf, text, kNewTokens);
+  if (!ids.empty()) {
+    command.insert(command.size() - 5, " --ids ");  // before " 2>&1"
+    std::string list;
+    for (std::int32_t id : ids) list.append(list.empty() ? "" : ",").append(std::to_string(id));
+    command.insert(command.size() - 5, list);
+  }
+  auto result = test::run_command(command);
   LlamaCppRun run;
   EXPECT_EQ(result.status, 0) << "llama.cpp on " << gguf << ":\n" << result.output;
   if (result.status != 0) return run;
@@ -59,21 +70,15 @@ LlamaCppRun run_llama_cpp(const fs::path& gguf, const std::string& text) {
   return run;
 }
 
-// Runs `gguf` in llama.cpp and checks it against dew's reading of the same file. `tolerance` bounds how far
-// below dew's largest logit llama.cpp's pick may score in dew's logits (set per tensor type by the caller,
-// from what each program computes differently).
-void expect_llama_cpp_agrees(const fs::path& gguf, double tolerance) {
-  SCOPED_TRACE(gguf.filename().string());
-  GgufModel m = load_gguf_model(gguf);
-  const Ids dew_prompt = m.tokenizer.encode(kText);
-  const LlamaCppRun run = run_llama_cpp(gguf, kText);
-  if (run.tokens.empty()) return;
-  EXPECT_EQ(run.prompt, dew_prompt) << "llama.cpp and dew tokenize the text differently";
+// Checks llama.cpp's continuation `run` against `model`: each pick is dew's greedy pick given the same prefix
+// to within `tolerance` (how far below dew's largest logit llama.cpp's pick may score in dew's logits, set per
+// tensor type by the caller from what the two programs compute differently).
+void expect_dew_agrees(nn::CausalTransformer& model, const LlamaCppRun& run, double tolerance, const std::string& name) {
   std::vector<std::int64_t> sequence(run.prompt.begin(), run.prompt.end());
   for (std::int32_t token : run.tokens) sequence.push_back(token);
   at::NoGradGuard no_grad;
   auto input = at::tensor(sequence, at::kLong).unsqueeze(0);
-  at::Tensor logits = m.model->forward({.ids = input})[0];
+  at::Tensor logits = model->forward({.ids = input})[0];
   int equal = 0;
   double worst = 0;
   for (int step = 0; step < kNewTokens; ++step) {
@@ -85,9 +90,20 @@ void expect_llama_cpp_agrees(const fs::path& gguf, double tolerance) {
     EXPECT_LE(shortfall, tolerance) << "step " << step << ": llama.cpp picked " << run.tokens[step] << ", dew "
                                     << dew_pick << " (dew scores llama.cpp's pick " << shortfall << " lower)";
   }
-  std::cout << "[ llama.cpp ] " << gguf.filename().string() << ": " << equal << "/" << kNewTokens
+  std::cout << "[ llama.cpp ] " << name << ": " << equal << "/" << kNewTokens
             << " greedy tokens identical to dew's; llama.cpp's picks at most " << worst
             << " below dew's best logit (tolerance " << tolerance << ")\n";
+}
+
+// Runs `gguf` in llama.cpp and checks it against dew's reading of the same file: llama.cpp loads it, its
+// prompt ids are dew's encoding of the text, and its greedy picks are dew's (expect_dew_agrees).
+void expect_llama_cpp_agrees(const fs::path& gguf, double tolerance) {
+  SCOPED_TRACE(gguf.filename().string());
+  GgufModel m = load_gguf_model(gguf);
+  const LlamaCppRun run = run_llama_cpp(gguf, kText);
+  if (run.tokens.empty()) return;
+  EXPECT_EQ(run.prompt, m.tokenizer.encode(kText)) << "llama.cpp and dew tokenize the text differently";
+  expect_dew_agrees(m.model, run, tolerance, gguf.filename().string());
 }
 
 // Tolerances, from what the two programs compute differently on these models (logits of magnitude about 1):
@@ -170,13 +186,17 @@ TEST(LlamaCppRunsExport, RefusesAnUnknownPreTokenizerAsLlamaCppSaysIt) {
   EXPECT_NE(result.output.find("unknown pre-tokenizer type"), std::string::npos) << result.output;
 }
 
-// The real SmolLM2-135M-Instruct re-exported as F16 (setup fetches it; skipped where it is absent).
-TEST(LlamaCppRunsExport, SmolLM2AsF16) {
-  if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
+fs::path smollm2_path() {
   fs::path models;
   if (const char* d = std::getenv("DEW_MODELS")) models = d;
   else models = fs::path(std::getenv("DEW_CACHE") ? std::getenv("DEW_CACHE") : std::string(std::getenv("HOME")) + "/.cache/dew") / "models";
-  fs::path source = models / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  return models / "SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+// The real SmolLM2-135M-Instruct re-exported as F16 (setup fetches it; skipped where it is absent).
+TEST(LlamaCppRunsExport, SmolLM2AsF16) {
+  if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
+  const fs::path source = smollm2_path();
   if (!fs::exists(source)) GTEST_SKIP() << source << " is absent: run scripts/fetch_models.sh to fetch it";
   at::set_num_threads(2);
   GgufModel m = load_gguf_model(source);
@@ -187,6 +207,33 @@ TEST(LlamaCppRunsExport, SmolLM2AsF16) {
   // up to ~0.05 (measured 0.03 between dew's F16 and Q4_1 readings); a pick within 0.25 of dew's best is one
   // the two programs could both make.
   expect_llama_cpp_agrees(path, 0.25);
+}
+
+// dew's native path (the Q4_1 file's blocks kept, activations quantized to 8 bits as ggml does) against
+// llama.cpp on the same file, on the chat prompt `dew chat` sends. Both answer "L'Étoile, la Marseillaise"
+// to "What is the capital of France?": the 4-bit model's first pick is a near-tie (llama.cpp: 25.10 against
+// 24.86 for "The"), which float32 activations on dequantized weights break the other way.
+TEST(LlamaCppRunsExport, SmolLM2NativeQ4_1DecodesAsLlamaCpp) {
+  if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
+  const fs::path source = smollm2_path();
+  if (!fs::exists(source)) GTEST_SKIP() << source << " is absent: run scripts/fetch_models.sh to fetch it";
+  at::set_num_threads(2);
+  GgufModel m = load_gguf_model(source, nn::WeightFormat::native);
+  const Ids prompt = m.tokenizer.encode(m.tokenizer.render_chat(
+      nlohmann::ordered_json::array({{{"role", "user"}, {"content", "What is the capital of France?"}}}), true));
+  const LlamaCppRun run = run_llama_cpp(source, "", prompt);
+  ASSERT_EQ(run.prompt, prompt);
+  // Both quantize each 32-element activation block to 8 bits before the integer products, with their own
+  // rounding and block sums (ggml's Q8_1 for Q4_1 weights); on logits of size ~25 that moves a logit by up to
+  // a few tenths (the nn_quantized test measures dew's integer path against float32: mean 0.24, largest 2.3).
+  expect_dew_agrees(m.model, run, 0.5, "SmolLM2 Q4_1 native");
+  // What `dew chat` prints: the engine's own greedy decoding (one row at a time after the prefill).
+  inference::Sampling greedy;
+  greedy.temperature = 0.0;
+  greedy.max_new_tokens = kNewTokens;
+  const Ids decoded = inference::generate(m.model, {prompt}, greedy).tokens.at(0);
+  std::cout << "[ llama.cpp ] SmolLM2 Q4_1: llama.cpp answers \"" << m.tokenizer.tokenizer->decode(run.tokens)
+            << "\", dew's engine \"" << m.tokenizer.tokenizer->decode(decoded) << "\"\n";
 }
 
 }  // namespace

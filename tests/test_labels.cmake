@@ -46,7 +46,7 @@ set(DEW_LABEL_PATTERNS_slow
     "^DistributedTraining\\."
     "^SampleQuality\\.RealImagesScoreAsRealAndNoiseDoesNot$"
     "^GgufExport\\.SmolLM2ToF16AndQ8_0$"
-    "^LlamaCppRunsExport\\.SmolLM2AsF16$")
+    "^LlamaCppRunsExport\\.SmolLM2")
 
 # `unit` goes to a test that is none of cli, serve, distributed and slow (a reference test can be unit).
 set(DEW_LABELS cli serve distributed slow reference)
