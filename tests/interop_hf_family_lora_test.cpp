@@ -1,7 +1,8 @@
 // LoRA on the wider Hugging Face families (gpt2, gpt_neox, phi3, olmo2, granite) against PyPI peft on
 // transformers' own model (fixtures from tools/reference/make_hf_family_fixtures.py): with the same random
 // adapters on the projections each family stores unfused, dew's adapted logits, next-token loss and the
-// loss's gradients with respect to every adapter matrix equal peft's.
+// loss's gradients with respect to every adapter matrix equal peft's. For the mixtures of experts the adapters
+// include peft's target_parameters LoRA on the grouped expert tensors (one A_e, B_e per expert).
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -32,6 +33,12 @@ TEST_P(HfFamilyLora, GradientsMatchPeft) {
   std::set<std::string> modules;
   for (const auto& name : names) {
     if (!name.starts_with(kLora)) continue;
+    // The grouped experts' adapters: experts.lora_gate_up_proj.lora_A.weight adapts experts.gate_up_proj.
+    if (auto at = name.find(".experts.lora_"); at != std::string::npos) {
+      auto tensor = name.substr(at + 14);
+      modules.insert("experts." + tensor.substr(0, tensor.find(".lora_")));
+      continue;
+    }
     auto module = name.substr(0, name.find(".lora_"));
     modules.insert(module.substr(module.rfind('.') + 1));
   }
@@ -67,6 +74,7 @@ TEST_P(HfFamilyLora, GradientsMatchPeft) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, HfFamilyLora, ::testing::Values("gpt2", "gpt_neox", "phi3", "olmo2", "granite"));
+INSTANTIATE_TEST_SUITE_P(Families, HfFamilyLora,
+                         ::testing::Values("gpt2", "gpt_neox", "phi3", "olmo2", "granite", "mixtral", "qwen2_moe", "qwen3_moe"));
 
 }  // namespace

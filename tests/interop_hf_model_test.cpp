@@ -129,10 +129,11 @@ TEST_P(HfExport, RoundTripsAndTransformersAgrees) {
   auto family = GetParam();
   dew::nn::CausalTransformer model{nullptr};
   std::string model_type;
-  if (family == "native") {  // a model dew trained from scratch: its family is chosen from its config
+  if (family.starts_with("native")) {  // a model dew trained from scratch: its family is chosen from its config
     dew::nn::CausalTransformerConfig config;
     config.vocab_size = 96, config.emb_features = 32, config.num_layers = 2, config.num_heads = 4, config.num_kv_heads = 2;
     config.max_seq_len = 32;
+    if (family == "native_moe") config.num_experts = 4, config.expert_features = 16;  // exported as qwen3_moe
     model = dew::nn::CausalTransformer(config);
     model->init_parameters(7);
     model_type = dew::interop::hf_model_type_for(config);
@@ -179,6 +180,7 @@ TEST_P(HfExport, RoundTripsAndTransformersAgrees) {
 
 INSTANTIATE_TEST_SUITE_P(Families, HfExport,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2",
-                                           "gpt_neox", "phi3", "olmo2", "granite", "native"));
+                                           "gpt_neox", "phi3", "olmo2", "granite", "mixtral", "qwen2_moe", "qwen3_moe", "native",
+                                           "native_moe"));
 
 }  // namespace

@@ -37,10 +37,37 @@ std::map<std::string, std::shared_ptr<LinearImpl>> decoder_linears(const torch::
   return out;
 }
 
+// The mixture-of-experts layers' grouped experts by full name, sorted.
+std::map<std::string, std::shared_ptr<ExpertsImpl>> decoder_experts(const torch::nn::Module& model) {
+  std::map<std::string, std::shared_ptr<ExpertsImpl>> out;
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    if (auto experts = std::dynamic_pointer_cast<ExpertsImpl>(item.value())) out.emplace(item.key(), experts);
+  }
+  return out;
+}
+
+// The grouped expert tensors' LoRA choices, as peft's target_parameters names them.
+constexpr const char* kExpertGateUp = "experts.gate_up_proj";
+constexpr const char* kExpertDown = "experts.down_proj";
+
+// A [experts, rank, in] drawn as peft draws its [rank * experts, in] (kaiming-uniform, bound 1/sqrt(in)),
+// B [experts, out, rank] zero; registered on `experts` as `name`.
+std::int64_t add_expert_adapter(ExpertsImpl& experts, const std::string& name, const at::Tensor& w, const LoraConfig& config,
+                                at::Generator& generator) {
+  const auto count = w.size(0), out = w.size(1), in = w.size(2);
+  auto options = at::TensorOptions().dtype(w.scalar_type()).device(w.device());
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  auto a = at::empty({count, config.rank, in}, at::TensorOptions().dtype(at::kFloat)).uniform_(-bound, bound, generator).to(options);
+  auto adapter = experts.register_module(name, ExpertAdapter(a, at::zeros({count, out, config.rank}, options), config.scale()));
+  (name == "lora_gate_up_proj" ? experts.gate_up_lora : experts.down_lora) = adapter;
+  return adapter->lora_A->weight.numel() + adapter->lora_B->weight.numel();
+}
+
 }  // namespace
 
 const std::vector<std::string>& lora_module_choices() {
-  static const std::vector<std::string> choices = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  static const std::vector<std::string> choices = {"q_proj",   "k_proj",  "v_proj",  "o_proj", "gate_proj",
+                                                   "up_proj",  "down_proj", kExpertGateUp, kExpertDown};
   return choices;
 }
 
@@ -79,8 +106,10 @@ std::int64_t add_lora(CausalTransformer& model, const LoraConfig& config, std::u
   if (!config.enabled()) dew::fail("add_lora needs lora.rank > 0 (got ", config.rank, ")");
   if (has_lora(*model)) dew::fail("the model already has LoRA adapters; merge them (merge_lora) before adding new ones");
   auto linears = decoder_linears(*model);
+  const auto experts = decoder_experts(*model);
   std::set<std::string> present;
   for (const auto& [name, linear] : linears) present.insert(last_name(name));
+  if (!experts.empty()) present.insert({kExpertGateUp, kExpertDown});
   auto wanted = config.module_names();
   for (const auto& name : wanted) {
     if (!present.count(name)) {
@@ -89,7 +118,12 @@ std::int64_t add_lora(CausalTransformer& model, const LoraConfig& config, std::u
         if (present.count(choice)) have.push_back(choice);
       }
       dew::fail("lora.modules names '", name, "', which this model does not have", name == "gate_proj" ? " (its MLP is not gated)" : "",
-                "; its projections are ", joined(have));
+                name.starts_with("experts.") ? " (it has no mixture-of-experts layer)" : "", "; its projections are ", joined(have));
+    }
+    if (name.starts_with("experts.") && config.dropout > 0) {
+      // The update is applied to the grouped weight, B A x for the whole expert: dropout on x alone cannot be
+      // factored out of it (peft refuses it for target_parameters too).
+      dew::fail("lora.dropout is ", config.dropout, " with lora.modules naming '", name, "'; adapters on the grouped experts take no dropout (set lora.dropout=0)");
     }
   }
 
@@ -116,6 +150,12 @@ std::int64_t add_lora(CausalTransformer& model, const LoraConfig& config, std::u
     linear->lora_dropout = config.dropout;
     count += a->weight.numel() + b->weight.numel();
   }
+  const bool gate_up = std::find(wanted.begin(), wanted.end(), kExpertGateUp) != wanted.end();
+  const bool down = std::find(wanted.begin(), wanted.end(), kExpertDown) != wanted.end();
+  for (auto& [name, group] : experts) {
+    if (gate_up) count += add_expert_adapter(*group, "lora_gate_up_proj", group->gate_up_proj, config, generator);
+    if (down) count += add_expert_adapter(*group, "lora_down_proj", group->down_proj, config, generator);
+  }
   for (auto& item : model->named_parameters()) {
     bool adapter = item.key().ends_with(".lora_A.weight") || item.key().ends_with(".lora_B.weight");
     item.value().set_requires_grad(adapter);
@@ -132,6 +172,14 @@ void merge_lora(CausalTransformer& model) {
     auto delta = at::matmul(linear->lora_B->weight.to(at::kFloat), linear->lora_A->weight.to(at::kFloat)) * linear->lora_scale;
     w.copy_((w.to(at::kFloat) + delta).to(w.scalar_type()));
   }
+  for (auto& [name, group] : decoder_experts(*model)) {
+    for (auto [adapter, w] : {std::pair{group->gate_up_lora, group->gate_up_proj}, std::pair{group->down_lora, group->down_proj}}) {
+      if (!adapter) continue;
+      // Per expert: W_e += scale * B_e A_e, as one batched product.
+      auto delta = at::bmm(adapter->lora_B->weight.to(at::kFloat), adapter->lora_A->weight.to(at::kFloat)) * adapter->scale;
+      w.copy_((w.to(at::kFloat) + delta).to(w.scalar_type()));
+    }
+  }
   remove_lora(model);
 }
 
@@ -143,6 +191,12 @@ void remove_lora(CausalTransformer& model) {
     linear->lora_A.reset();
     linear->lora_B.reset();
     linear->lora_scale = linear->lora_dropout = 0.0;
+  }
+  for (auto& [name, group] : decoder_experts(*model)) {
+    if (group->gate_up_lora) group->unregister_module("lora_gate_up_proj");
+    if (group->down_lora) group->unregister_module("lora_down_proj");
+    group->gate_up_lora = nullptr;
+    group->down_lora = nullptr;
   }
   for (auto& p : model->parameters()) p.set_requires_grad(true);
 }
@@ -156,10 +210,17 @@ AdaptersOff::AdaptersOff(CausalTransformer& model) {
       adapted_.push_back(linear);
     }
   }
+  for (auto& [name, group] : decoder_experts(*model)) {
+    if ((group->gate_up_lora || group->down_lora) && group->lora_active) {
+      group->lora_active = false;
+      experts_.push_back(group);
+    }
+  }
 }
 
 AdaptersOff::~AdaptersOff() {
   for (auto& linear : adapted_) linear->lora_active = true;
+  for (auto& group : experts_) group->lora_active = true;
 }
 
 std::map<std::string, at::Tensor> lora_parameters(const torch::nn::Module& module) {

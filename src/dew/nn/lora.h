@@ -28,7 +28,9 @@ struct LoraConfig {
     v("rank", rank, "rank of each adapter (A is [rank, in], B is [out, rank]); 0 = no LoRA, train every weight");
     v("alpha", alpha, "the adapter's output is scaled by alpha / rank");
     v("dropout", dropout, "dropout on the adapter's input while training, in [0, 1)");
-    v("modules", modules, "comma-separated projections that get adapters: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj");
+    v("modules", modules,
+      "comma-separated projections that get adapters: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, and on "
+      "mixture-of-experts layers experts.gate_up_proj, experts.down_proj (every expert's, stored grouped)");
   }
 
   // Errors name lora.<field> and the value.
@@ -39,7 +41,10 @@ struct LoraConfig {
   double scale() const { return alpha / static_cast<double>(rank); }
 };
 
-// The projection names LoRA can adapt, in the decoder's order (gate_proj exists only with a gated MLP).
+// The projection names LoRA can adapt, in the decoder's order (gate_proj exists only with a gated MLP;
+// experts.gate_up_proj and experts.down_proj, the grouped expert tensors, only in a mixture of experts, where
+// each expert e gets its own A_e [rank, in] and B_e [out, rank], stored grouped as A [experts, rank, in] and
+// B [experts, out, rank] under experts.lora_gate_up_proj / experts.lora_down_proj: peft's target_parameters).
 const std::vector<std::string>& lora_module_choices();
 
 // Adds adapters to every decoder Linear whose last name is in config.module_names(): A drawn as peft draws it
@@ -75,6 +80,7 @@ class AdaptersOff {
 
  private:
   std::vector<std::shared_ptr<LinearImpl>> adapted_;
+  std::vector<std::shared_ptr<ExpertsImpl>> experts_;
 };
 
 // The adapter parameters (names ending in .lora_A.weight / .lora_B.weight), keyed as parameter_map keys them.
