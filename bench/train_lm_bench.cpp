@@ -64,6 +64,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::int64_t vocab = 4096, emb = 256, layers = 4, heads = 4, kv_heads = 0, mlp_features = 1024;
   std::int64_t seq = 128, batch = 16, max_seq_len = 0, steps = 10, warmup = 3, threads = 0;
+  std::int64_t experts = 0, top_k = 2;  // > 0 experts: Mixtral's block (tools/bench/train_moe_peers.py)
   std::uint64_t seed = 0;
   double ema = 0;
   std::string dtype = "float32", device = "cpu", trace, parallel = "ddp";
@@ -105,6 +106,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = std::stoll(value(i));
     else if (a == "--threads") o.threads = std::stoll(value(i));
     else if (a == "--seed") o.seed = std::stoull(value(i));
+    else if (a == "--experts") o.experts = std::stoll(value(i));
+    else if (a == "--top-k") o.top_k = std::stoll(value(i));
     else if (a == "--ema") o.ema = std::stod(value(i));
     else if (a == "--dtype") o.dtype = value(i);
     else if (a == "--device") o.device = value(i);
@@ -116,7 +119,8 @@ Options parse(int argc, char** argv) {
                   "  [--mlp-features N] [--seq N] [--batch N] [--max-seq-len N] [--dtype float32|bfloat16]\n"
                   "  [--device cpu|cuda] [--steps N] [--warmup N] [--threads N] [--ema DECAY] [--seed N] [--phases]\n"
                   "  [--trace FILE]  (with --phases: one more step under LibTorch's profiler, a Chrome trace)\n"
-                  "  [--parallel ddp|fsdp]  (as one of several processes: trainer.parallel)\n");
+                  "  [--parallel ddp|fsdp]  (as one of several processes: trainer.parallel)\n"
+                  "  [--experts N [--top-k K]]  (a mixture of experts of --mlp-features each, Mixtral's block)\n");
       std::exit(0);
     } else {
       throw std::runtime_error("unknown flag '" + a + "' (see --help)");
@@ -143,6 +147,10 @@ dew::nn::CausalTransformerConfig model_config(const Options& o) {
   c.norm_eps = 1e-6;
   c.dtype = o.dtype;
   c.param_dtype = "float32";
+  if (o.experts > 0) {  // Mixtral's block, as transformers' MixtralForCausalLM (the peer) computes it
+    c.num_experts = o.experts, c.experts_per_token = o.top_k, c.norm_topk_prob = true;
+    c.qk_norm = false, c.tie_embeddings = false;
+  }
   return c;
 }
 
@@ -246,7 +254,8 @@ int main(int argc, char** argv) {
     out["device"] = device.str();
     out["dtype"] = o.dtype;
     out["config"] = {{"vocab", o.vocab}, {"emb", o.emb}, {"layers", o.layers}, {"heads", o.heads},
-                     {"mlp_features", o.mlp_features}, {"seq", o.seq}, {"batch", o.batch}};
+                     {"mlp_features", o.mlp_features}, {"seq", o.seq}, {"batch", o.batch}, {"experts", o.experts},
+                     {"top_k", o.top_k}};
     out["parameters"] = model->parameter_count();
 
     if (o.phases) {

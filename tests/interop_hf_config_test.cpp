@@ -168,3 +168,40 @@ TEST(HfConfig, ExportRefusesWhatTheFamilyCannotExpress) {
 }
 
 }  // namespace
+
+namespace {
+
+// The mixture-of-experts families: their fields both ways, and what each refuses by name.
+TEST(HfConfig, MixtureOfExpertsFieldsReadWriteAndRefuse) {
+  auto with = [](Json j, const std::string& key, Json value) {
+    j[key] = std::move(value);
+    return j;
+  };
+  for (const std::string family : {"mixtral", "qwen2_moe", "qwen3_moe"}) {
+    auto c = config_from_hf(fixture_config(family), "cfg.json");
+    auto hf = config_to_hf(c, family);
+    EXPECT_EQ(dew::interop::hf_model_type_for(c), family);
+    EXPECT_EQ(dew::config::to_json(config_from_hf(hf, "exported")).dump(), dew::config::to_json(c).dump()) << family;
+  }
+  expect_refused(with(fixture_config("mixtral"), "router_jitter_noise", 0.01), {"router_jitter_noise", "0.01"});
+  expect_refused(with(fixture_config("qwen3_moe"), "use_sliding_window", true), {"use_sliding_window"});
+  expect_refused(with(fixture_config("qwen2_moe"), "mlp_only_layers", Json::array({7})), {"mlp_only_layers", "7"});
+  expect_refused(with(fixture_config("qwen2_moe"), "shared_expert_intermediate_size", 0), {"shared_expert_intermediate_size"});
+  expect_refused(with(fixture_config("qwen3_moe"), "num_experts_per_tok", 9), {"experts_per_token"});
+  // output_router_logits is inert: the same config with or without it.
+  EXPECT_EQ(dew::config::to_json(config_from_hf(with(fixture_config("mixtral"), "output_router_logits", true), "c")).dump(),
+            dew::config::to_json(config_from_hf(fixture_config("mixtral"), "c")).dump());
+
+  auto moe = config_from_hf(fixture_config("qwen2_moe"), "cfg.json");
+  expect_export_refused(moe, "llama", "num_experts");  // a dense family
+  moe.attention_bias = false;                            // what mixtral's and qwen3_moe's attention can hold
+  expect_export_refused(moe, "mixtral", "norm_topk_prob");
+  moe.norm_topk_prob = true;
+  expect_export_refused(moe, "mixtral", "shared_expert_features");
+  moe.qk_norm = true;
+  expect_export_refused(moe, "qwen3_moe", "shared_expert_features");
+  auto dense = config_from_hf(fixture_config("qwen3"), "cfg.json");
+  expect_export_refused(dense, "qwen3_moe", "num_experts");
+}
+
+}  // namespace

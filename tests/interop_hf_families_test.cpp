@@ -8,6 +8,7 @@
 #include "dew/formats/safetensors.h"
 #include "dew/inference/generate.h"
 #include "dew/interop/hf_model.h"
+#include "dew/objectives/router_losses.h"
 #include "test_support.h"
 
 namespace {
@@ -22,6 +23,7 @@ std::vector<std::int32_t> to_ids(const at::Tensor& t) {
 }
 
 class HfFamily : public ::testing::TestWithParam<std::string> {};
+class HfMoeFamily : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HfFamily, LogitsMatchTransformers) {
   auto loaded = dew::interop::load_hf_model(family_dir(GetParam()));
@@ -58,7 +60,7 @@ TEST_P(HfFamily, GreedyContinuationMatchesTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Families, HfFamily,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2",
-                                           "gpt_neox", "phi3", "olmo2", "granite"));
+                                           "gpt_neox", "phi3", "olmo2", "granite", "mixtral", "qwen2_moe", "qwen3_moe"));
 
 TEST(HfFamilies, FeaturesTranslateAsExpected) {
   auto config_of = [](const std::string& family) { return dew::interop::load_hf_model(family_dir(family)).model->config(); };
@@ -104,6 +106,41 @@ TEST(HfFamilies, FeaturesTranslateAsExpected) {
   EXPECT_EQ(granite.residual_multiplier, 0.5);
   EXPECT_EQ(granite.attention_scale, 0.2);
   EXPECT_EQ(granite.logits_scaling, 2.5);
+  auto mixtral = config_of("mixtral");
+  EXPECT_EQ(mixtral.num_experts, 4);
+  EXPECT_EQ(mixtral.experts_per_token, 2);
+  EXPECT_EQ(mixtral.resolved_expert_features(), 24);
+  EXPECT_TRUE(mixtral.norm_topk_prob && mixtral.is_moe_layer(0) && mixtral.is_moe_layer(1));
+  EXPECT_EQ(mixtral.window_of_layer(1), 5);
+  auto qwen2_moe = config_of("qwen2_moe");
+  EXPECT_EQ(qwen2_moe.shared_expert_features, 20);
+  EXPECT_EQ(qwen2_moe.resolved_expert_features(), 16);
+  EXPECT_FALSE(qwen2_moe.norm_topk_prob);
+  EXPECT_TRUE(qwen2_moe.is_moe_layer(0) && !qwen2_moe.is_moe_layer(1) && qwen2_moe.is_moe_layer(2));  // mlp_only_layers [1]
+  EXPECT_TRUE(qwen2_moe.attention_bias && !qwen2_moe.attention_output_bias);
+  auto qwen3_moe = config_of("qwen3_moe");
+  EXPECT_TRUE(qwen3_moe.norm_topk_prob && qwen3_moe.qk_norm);
+  EXPECT_TRUE(!qwen3_moe.is_moe_layer(0) && qwen3_moe.is_moe_layer(1) && !qwen3_moe.is_moe_layer(2) && qwen3_moe.is_moe_layer(3));
 }
+
+// transformers' router load-balancing loss (load_balancing_loss_func with the padding masked out) equals
+// dew's router_losses on the routers' decisions for the same left-padded batch.
+TEST_P(HfMoeFamily, RouterAuxLossMatchesTransformers) {
+  auto loaded = dew::interop::load_hf_model(family_dir(GetParam()));
+  dew::formats::SafetensorsFile io(family_dir(GetParam()) / "io.safetensors");
+  at::NoGradGuard no_grad;
+  auto mask = io.load("padded_mask");
+  loaded.model->forward({io.load("padded_ids"), io.load("padded_positions"), mask});
+  auto records = loaded.model->take_router_records();
+  std::int64_t moe_layers = 0;
+  for (std::int64_t i = 0; i < loaded.model->config().num_layers; ++i) moe_layers += loaded.model->config().is_moe_layer(i);
+  ASSERT_EQ(static_cast<std::int64_t>(records.size()), moe_layers);
+  auto terms = dew::objectives::router_losses(records, loaded.model->config().num_experts, mask);
+  // A sum of ~24 * layers float32 products of probabilities, each within a few ulp of transformers': 1e-6.
+  EXPECT_NEAR(terms.aux.item<double>(), io.load("padded_aux_loss").item<double>(), 1e-6);
+  EXPECT_NEAR(terms.load.sum().item<double>(), 1.0, 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, HfMoeFamily, ::testing::Values("mixtral", "qwen2_moe", "qwen3_moe"));
 
 }  // namespace

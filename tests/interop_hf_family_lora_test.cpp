@@ -1,10 +1,11 @@
 // LoRA on the wider Hugging Face families (gpt2, gpt_neox, phi3, olmo2, granite) against PyPI peft on
 // transformers' own model (fixtures from tools/reference/make_hf_family_fixtures.py): with the same random
 // adapters on the projections each family stores unfused, dew's adapted logits, next-token loss and the
-// loss's gradients with respect to every adapter matrix equal peft's. Then targets in the family's own names,
-// fused matrices among them (one adapter on c_attn, query_key_value, qkv_proj, gate_up_proj, as peft makes
-// it): the same equalities, peft's adapter directory read, and dew's export in the family's names written as
-// peft writes it and (with DEW_REFERENCE_PYTHON) read back by peft itself.
+// loss's gradients with respect to every adapter matrix equal peft's. For the mixtures of experts the adapters
+// include peft's target_parameters LoRA on the grouped expert tensors (one A_e, B_e per expert). Then targets in
+// the family's own names, fused matrices among them (one adapter on c_attn, query_key_value, qkv_proj,
+// gate_up_proj, as peft makes it): the same equalities, peft's adapter directory read, and dew's export in the
+// family's names written as peft writes it and (with DEW_REFERENCE_PYTHON) read back by peft itself.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -39,6 +40,12 @@ dew::nn::CausalTransformer unfused_adapted(const std::string& family, dew::forma
   std::set<std::string> modules;
   for (const auto& name : names) {
     if (!name.starts_with(kLora)) continue;
+    // The grouped experts' adapters: experts.lora_gate_up_proj.lora_A.weight adapts experts.gate_up_proj.
+    if (auto at = name.find(".experts.lora_"); at != std::string::npos) {
+      auto tensor = name.substr(at + 14);
+      modules.insert("experts." + tensor.substr(0, tensor.find(".lora_")));
+      continue;
+    }
     auto module = name.substr(0, name.find(".lora_"));
     modules.insert(module.substr(module.rfind('.') + 1));
   }
@@ -109,7 +116,11 @@ TEST_P(HfFamilyLora, GradientsMatchPeft) {
 // `export --format peft` of adapters made with dew's names on the unfused projections writes the family's own
 // module paths and target_modules (gpt2: transformer.h.N.attn.c_proj, target c_proj), dew reads them back bit for
 // bit, and peft loads them onto transformers' model with dew's logits.
-TEST_P(HfFamilyLora, ExportReadBackByPeft) {
+// (The mixtures of experts are not here: their expert adapters are peft target_parameters, which the export
+// refuses by name; peft_adapter.cpp.)
+class HfFamilyPeftExport : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HfFamilyPeftExport, ExportReadBackByPeft) {
   const auto family = GetParam();
   const auto dir = dew::test::fixtures() / "hf" / family;
   dew::formats::SafetensorsFile io(dir / "io.safetensors");
@@ -133,7 +144,9 @@ TEST_P(HfFamilyLora, ExportReadBackByPeft) {
   expect_peft_reads(dir, tmp / "adapter", ids, logits, tmp.path());
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, HfFamilyLora, ::testing::Values("gpt2", "gpt_neox", "phi3", "olmo2", "granite"));
+INSTANTIATE_TEST_SUITE_P(Families, HfFamilyPeftExport, ::testing::Values("gpt2", "gpt_neox", "phi3", "olmo2", "granite"));
+INSTANTIATE_TEST_SUITE_P(Families, HfFamilyLora,
+                         ::testing::Values("gpt2", "gpt_neox", "phi3", "olmo2", "granite", "mixtral", "qwen2_moe", "qwen3_moe"));
 
 // The fixture's second adapter, in the family's names (family_lora.transformer.h.0.attn.c_attn.lora_A.weight).
 const std::string kFamilyLora = "family_lora.", kFamilyGrad = "family_grad.";

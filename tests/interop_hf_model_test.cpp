@@ -120,6 +120,31 @@ TEST(HfModel, ReadsShardedCheckpointsAndOtherDtypes) {
   EXPECT_LT((logits - io.load("logits")).abs().max().item<double>(), 0.15);
 }
 
+// transformers 5.24 keeps experts grouped in memory (mlp.experts.gate_up_proj [experts, 2F, E], down_proj,
+// Mixtral's router as mlp.gate) and reads a checkpoint stored that way as well as the per-expert one
+// save_pretrained writes: dew reads both to the same weights.
+TEST(HfModel, ReadsExpertsStoredGroupedOrPerExpert) {
+  for (const std::string family : {"mixtral", "qwen2_moe"}) {
+    dew::test::TempDir tmp;
+    auto per_expert = load_hf_model(family_dir(family)).model;
+    auto params = dew::nn::parameter_map(*per_expert);
+    ASSERT_TRUE(params.count("model.layers.0.mlp.experts.gate_up_proj")) << family;
+    std::map<std::string, at::Tensor> grouped;
+    for (const auto& [name, p] : params) grouped[name] = p.detach().clone();
+    auto reread = dew::nn::parameter_map(*load_hf_model(write_checkpoint(tmp, family, grouped)).model);
+    ASSERT_EQ(reread.size(), params.size());
+    for (const auto& [name, p] : params) EXPECT_TRUE(at::equal(p, reread.at(name))) << family << " " << name;
+    // The per-expert names say which expert and which half of gate_up_proj each is.
+    auto stored = fixture_tensors(family);
+    const std::string gate = family == "mixtral" ? "model.layers.0.block_sparse_moe.experts.2.w1.weight" : "model.layers.0.mlp.experts.2.gate_proj.weight";
+    const std::string up = family == "mixtral" ? "model.layers.0.block_sparse_moe.experts.2.w3.weight" : "model.layers.0.mlp.experts.2.up_proj.weight";
+    const auto& gate_up = params.at("model.layers.0.mlp.experts.gate_up_proj");
+    const auto F = gate_up.size(1) / 2;
+    EXPECT_TRUE(at::equal(gate_up[2].narrow(0, 0, F), stored.at(gate)));
+    EXPECT_TRUE(at::equal(gate_up[2].narrow(0, F, F), stored.at(up)));
+  }
+}
+
 class HfExport : public ::testing::TestWithParam<std::string> {};
 
 // Exports with save_hf_model, reads back with load_hf_model: same config, same tensors, same logits.
@@ -129,10 +154,11 @@ TEST_P(HfExport, RoundTripsAndTransformersAgrees) {
   auto family = GetParam();
   dew::nn::CausalTransformer model{nullptr};
   std::string model_type;
-  if (family == "native") {  // a model dew trained from scratch: its family is chosen from its config
+  if (family.starts_with("native")) {  // a model dew trained from scratch: its family is chosen from its config
     dew::nn::CausalTransformerConfig config;
     config.vocab_size = 96, config.emb_features = 32, config.num_layers = 2, config.num_heads = 4, config.num_kv_heads = 2;
     config.max_seq_len = 32;
+    if (family == "native_moe") config.num_experts = 4, config.expert_features = 16;  // exported as qwen3_moe
     model = dew::nn::CausalTransformer(config);
     model->init_parameters(7);
     model_type = dew::interop::hf_model_type_for(config);
@@ -180,6 +206,7 @@ TEST_P(HfExport, RoundTripsAndTransformersAgrees) {
 
 INSTANTIATE_TEST_SUITE_P(Families, HfExport,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2",
-                                           "gpt_neox", "phi3", "phi3_longrope", "olmo2", "granite", "native"));
+                                           "gpt_neox", "phi3", "phi3_longrope", "olmo2", "granite", "mixtral", "qwen2_moe",
+                                           "qwen3_moe", "native", "native_moe"));
 
 }  // namespace

@@ -40,7 +40,7 @@ set(DEW_LABEL_PATTERNS_reference
     "^Lora\\.PeftLoadsDewsExport$"
     "^LlamaCppRunsExport\\."
     "^HfFamilyNamedLora\\.ExportIsPeftsDirectory$"
-    "^HfFamilyLora\\.ExportReadBackByPeft$")
+    "^HfFamilyPeftExport\\.ExportReadBackByPeft$")
 
 set(DEW_LABEL_PATTERNS_slow
     "^DistributedTraining\\."

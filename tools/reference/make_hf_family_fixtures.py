@@ -10,11 +10,13 @@ and writes under tests/fixtures/hf/FAMILY/:
     padded_positions [2, S]         row's first real token; padded_logits [2, S, V] (compare where mask = 1)
     prompt0 [P0], prompt1 [P1]      two prompts; greedy0 / greedy1 [NEW]: model.generate(do_sample=False)
                                     of each prompt alone, new tokens only
-  and, for the wider families (2 layers), a peft LoRA (r=4, alpha=8, random non-zero A and B) on the
+  and, for the wider families (2 layers) and the mixtures of experts (mixtral, qwen2_moe, qwen3_moe), a peft LoRA (r=4, alpha=8, random non-zero A and B) on the
   projections the family stores unfused, under dew's names (model.layers.N.self_attn.o_proj, ...):
     lora.NAME.lora_A.weight / lora.NAME.lora_B.weight   the adapter's values
     lora_logits [2, S, V]           the adapted model's logits on ids
     lora_loss []                    mean next-token cross-entropy of those logits on ids
+  and for the mixtures of experts padded_aux_loss [], transformers' router load-balancing loss on the
+  left-padded batch (its padding masked out).
     grad.NAME.lora_A.weight / ...   that loss's gradient with respect to each adapter matrix
   and, for the families that fuse projections (gpt2, gpt_neox, phi3), a second peft LoRA targeting modules by
   the family's own names, fused ones included (FAMILY_TARGETS: one adapter on c_attn, query_key_value, qkv_proj,
@@ -22,6 +24,10 @@ and writes under tests/fixtures/hf/FAMILY/:
     family_lora.PATH.lora_A.weight / ...   its values;   family_grad.PATH.lora_A.weight / ...   their gradients
     family_lora_logits [2, S, V], family_lora_loss []
   and that adapter as peft's save_pretrained writes it, in peft_adapter/ (target_modules sorted).
+  For the mixtures of experts the LoRA also targets the grouped expert tensors (peft's target_parameters on
+  mlp.experts.gate_up_proj / down_proj), stored as dew groups them: lora_A [experts, r, in] from peft's
+  [r * experts, in], lora_B [experts, out, r] from peft's [out, r * experts] (column r_i * experts + e), under
+  model.layers.N.mlp.experts.lora_{gate_up,down}_proj.lora_{A,B}.weight.
 
     ~/.cache/dew/venv-bench/bin/pip install -r tools/reference/requirements.txt   # the pinned versions, once
     HF_HUB_OFFLINE=1 ~/.cache/dew/venv-bench/bin/python tools/reference/make_hf_family_fixtures.py [FAMILY ...]
@@ -138,8 +144,35 @@ FAMILY_TARGETS = {"gpt2": ["c_attn", "c_proj"], "gpt_neox": ["query_key_value", 
                   "phi3": ["qkv_proj", "gate_up_proj"]}
 
 
+# Mixtures of experts: 4 experts, top-2, small widths, float32.
+MOE_IDS = dict(vocab_size=VOCAB, hidden_size=HIDDEN, num_attention_heads=HEADS, num_key_value_heads=KV_HEADS,
+               max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False, **IDS)
+MOE = {
+    # Every layer MoE, top-2 renormalised, a sliding window on every layer, Mixtral's on-disk w1/w2/w3 names.
+    "mixtral": (T.MixtralConfig, T.MixtralForCausalLM, dict(
+        num_hidden_layers=2, intermediate_size=24, num_local_experts=4, num_experts_per_tok=2, sliding_window=5,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, **MOE_IDS), ["q_proj", "v_proj"]),
+    # A sigmoid-gated shared expert, norm_topk_prob false, q/k/v biases, a dense layer (mlp_only_layers);
+    # layer 0's router is zero, so every token's probabilities tie (the tie order must be transformers').
+    "qwen2_moe": (T.Qwen2MoeConfig, T.Qwen2MoeForCausalLM, dict(
+        num_hidden_layers=3, intermediate_size=MLP, moe_intermediate_size=16, shared_expert_intermediate_size=20,
+        num_experts=4, num_experts_per_tok=2, norm_topk_prob=False, mlp_only_layers=[1], qkv_bias=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **MOE_IDS), ["q_proj", "v_proj", "up_proj"]),
+    # q/k norms, norm_topk_prob true, experts every second layer (decoder_sparse_step 2).
+    "qwen3_moe": (T.Qwen3MoeConfig, T.Qwen3MoeForCausalLM, dict(
+        num_hidden_layers=4, head_dim=16, intermediate_size=MLP, moe_intermediate_size=16, num_experts=4,
+        num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **MOE_IDS), ["q_proj", "v_proj"]),
+}
+EXPERT_TENSORS = ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
+
+
 def build(name):
-    if name in WIDER:
+    if name in MOE:
+        config_cls, model_cls, kwargs = MOE[name][:3]
+        torch.manual_seed(4321 + list(MOE).index(name))
+        config = config_cls(**kwargs)
+    elif name in WIDER:
         config_cls, model_cls, kwargs = WIDER[name][:3]
         torch.manual_seed(1234 + len(FAMILIES) + list(WIDER).index(name))
         config = config_cls(**kwargs)
@@ -155,6 +188,12 @@ def build(name):
                 p.add_(0.1 * torch.randn_like(p))
             elif pname.endswith(".bias"):
                 p.add_(0.2 * torch.randn_like(p))
+            elif name in MOE and pname.endswith("mlp.gate.weight"):
+                # Routers far from uniform, so the top-2 choice is clear-cut (no near ties a rounding could flip),
+                # except qwen2_moe's first, zero: exact ties everywhere.
+                p.copy_(torch.zeros_like(p) if name == "qwen2_moe" and ".layers.0." in pname else torch.randn_like(p))
+            elif name in MOE and "experts" in pname:
+                p.copy_(0.1 * torch.randn_like(p))
     return model.float().eval()
 
 
@@ -221,8 +260,47 @@ def family_lora_reference(model, name, ids, adapter_dir):
     return out
 
 
+def moe_lora_reference(model, name, ids):
+    """peft LoRA on the attention (and Qwen2-MoE's shared expert / dense up_proj) modules and on the grouped
+    expert tensors: values, logits, loss and gradients under dew's names, the expert ones grouped."""
+    r = 4
+    lora = peft.LoraConfig(r=r, lora_alpha=8, lora_dropout=0.0, target_modules=MOE[name][3],
+                           target_parameters=EXPERT_TENSORS, task_type="CAUSAL_LM")
+    adapted = peft.get_peft_model(model, lora).eval()
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for pname, p in adapted.named_parameters():
+            if "lora_A" in pname or "lora_B" in pname:
+                p.copy_(0.3 * torch.randn(p.shape, generator=g))
+    logits = adapted(input_ids=ids).logits
+    loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1))
+    loss.backward()
+    out = {"lora_logits": logits.detach().clone(), "lora_loss": loss.detach().clone()}
+    experts = model.config.num_experts if hasattr(model.config, "num_experts") else model.config.num_local_experts
+    for pname, p in adapted.named_parameters():
+        if "lora_A" not in pname and "lora_B" not in pname:
+            continue
+        path = pname.split("base_model.model.", 1)[1].replace(".default", "")
+        value, grad = p.detach().clone(), p.grad.detach().clone()
+        if ".experts." in path:
+            # peft nests one ParamWrapper per targeted tensor: the outer one (experts.lora_X) wraps the last
+            # target (down_proj), the inner (experts.base_layer.lora_X) the first (gate_up_proj).
+            tensor = "gate_up_proj" if ".base_layer." in path else "down_proj"
+            module = path.split(".experts.")[0] + ".experts.lora_" + tensor
+            leaf = "lora_A" if ".lora_A." in path else "lora_B"
+            if leaf == "lora_A":  # [r * experts, in] -> [experts, r, in]
+                group = lambda t: t.reshape(experts, r, t.shape[-1])
+            else:  # [out, r * experts] -> [experts, out, r]
+                group = lambda t: t.reshape(t.shape[0], r, experts).permute(2, 0, 1)
+            path = f"{module}.{leaf}.weight"
+            value, grad = group(value), group(grad)
+        out["lora." + path] = value.contiguous()
+        out["grad." + path] = grad.contiguous()
+    return out
+
+
 def main():
-    chosen = sys.argv[1:] or [*FAMILIES, *WIDER]
+    chosen = sys.argv[1:] or [*FAMILIES, *WIDER, *MOE]
     for name in chosen:
         out = OUT / name
         out.mkdir(parents=True, exist_ok=True)
@@ -260,8 +338,14 @@ def main():
                 tensors["short_logits"] = model(input_ids=tensors["short_ids"]).logits
                 tensors["padded_logits"] = torch.cat([model(input_ids=padded[i:i + 1], attention_mask=mask[i:i + 1],
                                                             position_ids=positions[i:i + 1]).logits for i in range(2)])
+        if name in MOE:
+            with torch.no_grad():  # transformers' load_balancing_loss_func over the padded batch's real tokens
+                routed = model(input_ids=padded, attention_mask=mask, position_ids=positions, output_router_logits=True)
+            tensors["padded_aux_loss"] = routed.aux_loss.detach().clone().float()
         if name in WIDER:
             tensors |= lora_reference(model, name, ids)
+        elif name in MOE:
+            tensors |= moe_lora_reference(model, name, ids)
         if name in FAMILY_TARGETS:
             tensors |= family_lora_reference(model, name, ids, out / "peft_adapter")
         save_file({k: v.contiguous() for k, v in tensors.items()}, out / "io.safetensors")

@@ -58,6 +58,7 @@ void check_gguf_exportable(const nn::CausalTransformerConfig& c, const std::stri
   if (c.logits_scaling != 1) refuse(arch, "logits_scaling", "is " + std::to_string(c.logits_scaling));
   if (c.mlp != "swiglu") refuse(arch, "mlp", "is \"" + c.mlp + "\" (only swiglu)");
   if (c.mlp_bias) refuse(arch, "mlp_bias", "is true");
+  if (c.num_experts > 0) refuse(arch, "num_experts", "is " + std::to_string(c.num_experts) + " (a mixture of experts; export it as hf)");
   if (c.attn_logit_softcap != 0) refuse(arch, "attn_logit_softcap", "is " + std::to_string(c.attn_logit_softcap));
   if (c.final_logit_softcap != 0) refuse(arch, "final_logit_softcap", "is " + std::to_string(c.final_logit_softcap));
   if (c.query_pre_attn_scalar != 0 && c.query_pre_attn_scalar != static_cast<double>(c.resolved_head_dim()))

@@ -16,6 +16,7 @@ void refuse_block_features(const nn::CausalTransformerConfig& c, const std::stri
   if (!allowed.parallel_residual && c.parallel_residual) refuse("parallel_residual", "true");
   if (!allowed.post_norms_only && !c.pre_norms) refuse("pre_norms", "false");
   if (!allowed.whole_projection_qk_norm && c.qk_norm && !c.qk_norm_per_head) refuse("qk_norm_per_head", "false");
+  if (!allowed.experts && c.num_experts > 0) refuse("num_experts", dew::str(c.num_experts, " (a mixture of experts)"));
   if (!allowed.multipliers) {
     if (c.residual_multiplier != 1.0) refuse("residual_multiplier", dew::str(c.residual_multiplier));
     if (c.attention_scale != 0.0) refuse("attention_scale", dew::str(c.attention_scale));

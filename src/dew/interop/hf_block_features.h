@@ -15,6 +15,7 @@ struct BlockFeatures {
   bool post_norms_only = false;    // pre_norms = false (OLMo 2)
   bool whole_projection_qk_norm = false;  // qk_norm_per_head = false (OLMo 2)
   bool multipliers = false;        // residual_multiplier, attention_scale, logits_scaling (Granite)
+  bool experts = false;            // num_experts > 0 (Mixtral, Qwen2-MoE, Qwen3-MoE: hf_moe_config.h)
 };
 
 void refuse_block_features(const nn::CausalTransformerConfig& c, const std::string& model_type, const BlockFeatures& allowed);

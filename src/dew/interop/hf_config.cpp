@@ -9,6 +9,7 @@
 #include "dew/interop/hf_config_reader.h"
 #include "dew/interop/hf_gpt2.h"
 #include "dew/interop/hf_llada.h"
+#include "dew/interop/hf_moe_config.h"
 #include "dew/interop/hf_quantization.h"
 
 namespace dew::interop {
@@ -55,7 +56,7 @@ using Json = nlohmann::ordered_json;
 using nn::CausalTransformerConfig;
 
 // What each family's transformers modeling code does with the fields dew translates.
-enum class AttentionBias { FromConfig, QkvOnly, None };  // attention_bias -> q/k/v/o; Qwen2: q/k/v always; Mistral: none
+enum class AttentionBias { FromConfig, QkvOnly, QkvField, None };  // attention_bias -> q/k/v/o; Qwen2: q/k/v always; Qwen2-MoE: q/k/v per qkv_bias; Mistral: none
 enum class Sliding {
   None,                  // llama, gemma: no sliding window at all
   AllLayers,             // mistral: sliding_window, when set, on every layer
@@ -87,6 +88,7 @@ struct Family {
   bool masked_diffusion = false;  // bidirectional attention and a mask_token_id (Dream)
   std::string spelled = "";       // config.json's model_type where it differs from the family's name ("Dream")
   Variant variant = Variant::plain;
+  bool moe = false;  // a mixture of experts: hf_moe_config.h reads and writes its fields
 };
 
 const std::vector<Family>& families() {
@@ -103,6 +105,10 @@ const std::vector<Family>& families() {
       {"phi3", "Phi3ForCausalLM", false, "hidden_act", AttentionBias::None, false, Sliding::AllLayers, 0, false, false, false, false, false, false, "", Variant::phi3},
       {"olmo2", "Olmo2ForCausalLM", false, "hidden_act", AttentionBias::FromConfig, false, Sliding::None, 0, true, false, true, false, false, false, "", Variant::olmo2},
       {"granite", "GraniteForCausalLM", false, "hidden_act", AttentionBias::FromConfig, true, Sliding::None, 0, false, false, false, false, false, false, "", Variant::granite},
+      // Mixtures of experts: Mistral's, Qwen2's (q/k/v biases per qkv_bias) and Qwen3's blocks with experts.
+      {"mixtral", "MixtralForCausalLM", false, "hidden_act", AttentionBias::None, false, Sliding::AllLayers, 0, false, false, false, false, false, false, "", Variant::plain, true},
+      {"qwen2_moe", "Qwen2MoeForCausalLM", false, "hidden_act", AttentionBias::QkvField, false, Sliding::None, 0, false, false, false, false, false, false, "", Variant::plain, true},
+      {"qwen3_moe", "Qwen3MoeForCausalLM", false, "hidden_act", AttentionBias::FromConfig, false, Sliding::None, 0, true, false, false, false, false, false, "", Variant::plain, true},
   };
   return all;
 }
@@ -419,6 +425,7 @@ CausalTransformerConfig config_from_hf(const Json& config, const std::string& so
   c.max_seq_len = r.integer("max_position_embeddings");
   c.norm_eps = r.number("rms_norm_eps", 1e-6);
   c.tie_embeddings = r.boolean("tie_word_embeddings", f.default_tied);
+  if (f.moe) detail::read_moe_fields(r, f.model_type, c);
   c.qk_norm = f.qk_norm;
   c.causal = !f.masked_diffusion;
   if (f.masked_diffusion) {
@@ -435,6 +442,7 @@ CausalTransformerConfig config_from_hf(const Json& config, const std::string& so
   switch (f.bias) {
     case AttentionBias::FromConfig: c.attention_bias = c.attention_output_bias = r.boolean("attention_bias", false); break;
     case AttentionBias::QkvOnly: c.attention_bias = true; break;
+    case AttentionBias::QkvField: c.attention_bias = r.boolean("qkv_bias", true); break;
     case AttentionBias::None: break;
   }
   if (f.mlp_bias) c.mlp_bias = r.boolean("mlp_bias", false);
@@ -472,7 +480,9 @@ namespace {
 void refuse_unexportable(const CausalTransformerConfig& c, const Family& f) {
   const auto& mt = f.model_type;
   auto head_dim = c.resolved_head_dim();
-  detail::refuse_block_features(c, mt, features_of(f.variant));
+  auto features = features_of(f.variant);
+  features.experts = f.moe;
+  detail::refuse_block_features(c, mt, features);
   if (f.variant == Variant::olmo2 && (c.pre_norms || c.qk_norm_per_head)) {
     refuse(mt, c.pre_norms ? "pre_norms" : "qk_norm_per_head", "is true; OLMo 2 norms only after each sublayer, and q/k over the whole projection");
   }
@@ -514,8 +524,11 @@ void refuse_unexportable(const CausalTransformerConfig& c, const Family& f) {
         refuse(mt, "attention_bias", "must be true and model.attention_output_bias false: " + mt + " has q/k/v biases only");
       }
       break;
+    case AttentionBias::QkvField:
+      if (c.attention_output_bias) refuse(mt, "attention_output_bias", "is true; " + mt + " has q/k/v biases only");
+      break;
     case AttentionBias::None:
-      if (c.attention_bias || c.attention_output_bias) refuse(mt, "attention_bias", "is set; mistral has no attention biases");
+      if (c.attention_bias || c.attention_output_bias) refuse(mt, "attention_bias", "is set; " + mt + " has no attention biases");
       break;
   }
   if (c.mlp_bias && !f.mlp_bias) refuse(mt, "mlp_bias", "is true; only llama has MLP biases");
@@ -655,6 +668,7 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
   out["tie_word_embeddings"] = c.tie_embeddings;
   out["attention_dropout"] = 0.0;
   if (f.bias == AttentionBias::FromConfig) out["attention_bias"] = c.attention_bias;
+  if (f.bias == AttentionBias::QkvField) out["qkv_bias"] = c.attention_bias;
   if (f.mlp_bias) out["mlp_bias"] = c.mlp_bias;
   out["rope_theta"] = c.rope_theta;
   if (c.rope_scaling.type == "linear") {
@@ -688,11 +702,13 @@ Json config_to_hf(const CausalTransformerConfig& c, const std::string& model_typ
     refuse(mt, "final_logit_softcap", "is set; the family has none");
   }
   add_variant_fields(c, f, out);
+  if (f.moe) detail::write_moe_fields(c, mt, out);
   write_sliding_fields(c, f, lw, out);
   return out;
 }
 
 std::string hf_model_type_for(const CausalTransformerConfig& c) {
+  if (c.has_moe()) return detail::hf_moe_model_type_for(c);
   if (c.norm == "layernorm") return c.positions == "learned" ? "gpt2" : "gpt_neox";
   if (!c.pre_norms) return "olmo2";
   if (c.residual_multiplier != 1.0 || c.attention_scale > 0 || c.logits_scaling != 1.0) return "granite";

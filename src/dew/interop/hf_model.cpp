@@ -25,13 +25,27 @@ std::vector<std::vector<std::int64_t>> shapes_of(const std::map<std::string, at:
   return out;
 }
 
+// How a model's experts are stored; `grouped` is the caller's.
+ExpertStorage expert_storage(const nn::CausalTransformerConfig& c, bool grouped) {
+  return {c.num_experts, c.resolved_expert_features(), grouped};
+}
+
+// Whether a checkpoint holds the experts grouped (transformers' in-memory names) rather than per expert.
+bool grouped_experts(const nn::CausalTransformerConfig& c, const formats::SafetensorsCheckpoint& weights) {
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    if (c.is_moe_layer(i)) return weights.has("model.layers." + std::to_string(i) + ".mlp.experts.gate_up_proj");
+  }
+  return false;
+}
+
 // The family's layout, with its optional prefix left off when the checkpoint leaves it off (GPT-2's
-// published weights are GPT2Model's: wte.weight).
+// published weights are GPT2Model's: wte.weight), and its experts as the checkpoint stores them.
 HfTensorLayout checkpoint_layout(const nn::CausalTransformer& model, const std::string& family,
                                  const formats::SafetensorsCheckpoint& weights) {
   std::vector<std::string> names;
   for (const auto& item : model->named_parameters()) names.push_back(item.key());
-  auto layout = hf_tensor_layout(family, names, model->config().num_layers, model->config().num_heads);
+  const auto& c = model->config();
+  auto layout = hf_tensor_layout(family, names, c.num_layers, c.num_heads, expert_storage(c, grouped_experts(c, weights)));
   const auto& prefix = layout.optional_prefix;
   if (!prefix.empty() && !weights.has(layout.embedding) && weights.has(layout.embedding.substr(prefix.size()))) {
     auto strip = [&](std::string& name) {
@@ -65,7 +79,7 @@ void load_weights(nn::CausalTransformer& model, const formats::SafetensorsCheckp
     const at::Tensor stored = stored_weight(weights, name, fp8);  // fp8 blocks dequantized to float32
     nn::require_finite(stored, weights.file_of(name).string(), name);
     auto parts = split_fused(entry, stored, shapes);
-    for (std::size_t i = 0; i < parts.size(); ++i) params.at(entry.parts[i]).copy_(parts[i]);
+    for (std::size_t i = 0; i < parts.size(); ++i) stored_block(entry, params.at(entry.parts[i])).copy_(parts[i]);
     weights.drop_pages(name);  // one resident copy of the weights while loading, not the map's and the model's
     if (weights.entry(name).dtype == "F8_E4M3") expected.insert(name + "_scale_inv");  // consumed with its weight
   }
@@ -120,17 +134,21 @@ void save_hf_model(const nn::CausalTransformer& model, const std::string& model_
   std::vector<std::string> names;
   std::map<std::string, at::Tensor> params;
   for (const auto& item : model->named_parameters()) names.push_back(item.key()), params.emplace(item.key(), item.value());
-  const auto layout = hf_tensor_layout(hf_family_name(model_type), names, config.num_layers, config.num_heads);
-  std::map<std::string, const StoredTensor*> by_first_part;
-  for (const auto& entry : layout.tensors) by_first_part.emplace(entry.parts.front(), &entry);
+  // Experts per expert, as save_pretrained writes them.
+  const auto layout = hf_tensor_layout(hf_family_name(model_type), names, config.num_layers, config.num_heads,
+                                       expert_storage(config, false));
+  std::map<std::string, std::vector<const StoredTensor*>> by_first_part;  // several: an expert's blocks
+  for (const auto& entry : layout.tensors) by_first_part[entry.parts.front()].push_back(&entry);
   std::vector<std::pair<std::string, at::Tensor>> tensors;
   at::NoGradGuard no_grad;
   for (const auto& name : names) {
     auto it = by_first_part.find(name);
     if (it == by_first_part.end()) continue;  // a later part of a fused tensor
-    std::vector<at::Tensor> parts;
-    for (const auto& part : it->second->parts) parts.push_back(params.at(part).detach());
-    tensors.emplace_back(it->second->name, it->second->fuse == Fuse::none ? parts[0] : fuse_parts(*it->second, parts));
+    for (const auto* entry : it->second) {
+      std::vector<at::Tensor> parts;
+      for (const auto& part : entry->parts) parts.push_back(params.at(part).detach());
+      tensors.emplace_back(entry->name, entry->fuse == Fuse::none ? parts[0] : fuse_parts(*entry, parts));
+    }
   }
   AtomicDirectory out(dir);
   formats::write_safetensors_checkpoint(out.path(), tensors, options.max_shard_bytes);

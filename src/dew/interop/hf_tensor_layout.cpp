@@ -58,11 +58,41 @@ const std::vector<ModuleRule>& phi3_rules() {
   return rules;
 }
 
-const std::vector<ModuleRule>& rules_of(const std::string& family) {
+// Per-expert stored names of the grouped expert weights: {stored pattern, dew parameter, which rows}, "{}"
+// the layer and "{e}" the expert. Mixtral stores its MoE block as block_sparse_moe (router included).
+struct ExpertRule {
+  std::string stored, grouped;
+  enum Rows { gate_half, up_half, all } rows;
+};
+
+const std::vector<ExpertRule>* expert_rules_of(const std::string& family) {
+  static const std::vector<ExpertRule> mixtral = {
+      {"model.layers.{}.block_sparse_moe.experts.{e}.w1.weight", "model.layers.{}.mlp.experts.gate_up_proj", ExpertRule::gate_half},
+      {"model.layers.{}.block_sparse_moe.experts.{e}.w3.weight", "model.layers.{}.mlp.experts.gate_up_proj", ExpertRule::up_half},
+      {"model.layers.{}.block_sparse_moe.experts.{e}.w2.weight", "model.layers.{}.mlp.experts.down_proj", ExpertRule::all},
+  };
+  static const std::vector<ExpertRule> qwen_moe = {
+      {"model.layers.{}.mlp.experts.{e}.gate_proj.weight", "model.layers.{}.mlp.experts.gate_up_proj", ExpertRule::gate_half},
+      {"model.layers.{}.mlp.experts.{e}.up_proj.weight", "model.layers.{}.mlp.experts.gate_up_proj", ExpertRule::up_half},
+      {"model.layers.{}.mlp.experts.{e}.down_proj.weight", "model.layers.{}.mlp.experts.down_proj", ExpertRule::all},
+  };
+  if (family == "mixtral") return &mixtral;
+  if (family == "qwen2_moe" || family == "qwen3_moe") return &qwen_moe;
+  return nullptr;
+}
+
+const std::vector<ModuleRule>& mixtral_rules() {
+  static const std::vector<ModuleRule> rules = {{"model.layers.{}.block_sparse_moe.gate", {"model.layers.{}.mlp.gate"}}};
+  return rules;
+}
+
+// grouped_experts: a checkpoint under transformers' in-memory names, where Mixtral's router is mlp.gate too.
+const std::vector<ModuleRule>& rules_of(const std::string& family, bool grouped_experts) {
   static const std::vector<ModuleRule> none;
   if (family == "gpt2") return gpt2_rules();
   if (family == "gpt_neox") return gpt_neox_rules();
   if (family == "phi3") return phi3_rules();
+  if (family == "mixtral") return grouped_experts ? none : mixtral_rules();
   return none;
 }
 
@@ -79,14 +109,44 @@ std::string stored_module(const std::vector<ModuleRule>& rules, const std::strin
   return dew_module;
 }
 
+std::string at_expert(std::string pattern, std::int64_t expert) {
+  auto at = pattern.find("{e}");
+  return pattern.replace(at, 3, std::to_string(expert));
+}
+
+// The per-expert entries of the grouped expert weights the model has (in layer, expert, rule order, as
+// save_pretrained writes them).
+void add_expert_entries(const std::string& family, const std::set<std::string>& present, std::int64_t num_layers,
+                        const ExpertStorage& experts, HfTensorLayout& layout, std::set<std::string>& covered) {
+  const auto* rules = expert_rules_of(family);
+  if (!rules || experts.experts == 0 || experts.grouped) return;
+  for (std::int64_t i = 0; i < num_layers; ++i) {
+    const auto layer = std::to_string(i);
+    for (std::int64_t e = 0; e < experts.experts; ++e) {
+      for (const auto& rule : *rules) {
+        const auto grouped = at_layer(rule.grouped, layer);
+        if (!present.count(grouped)) continue;  // a dense layer (mlp_only_layers, decoder_sparse_step)
+        const auto F = experts.features;
+        StoredTensor entry{at_expert(at_layer(rule.stored, layer), e), {grouped}, Fuse::expert_slice};
+        entry.expert = e;
+        entry.row_begin = rule.rows == ExpertRule::up_half ? F : 0;
+        entry.rows = rule.rows == ExpertRule::all ? 0 : F;  // 0: every row
+        covered.insert(grouped);
+        layout.tensors.push_back(std::move(entry));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 HfTensorLayout hf_tensor_layout(const std::string& family, const std::vector<std::string>& dew_names, std::int64_t num_layers,
-                                std::int64_t num_heads) {
+                                std::int64_t num_heads, const ExpertStorage& experts) {
   HfTensorLayout layout;
   const std::set<std::string> present(dew_names.begin(), dew_names.end());
   std::set<std::string> covered;
-  const auto& rules = rules_of(family);
+  add_expert_entries(family, present, num_layers, experts, layout, covered);
+  const auto& rules = rules_of(family, experts.grouped);
   for (const auto& rule : rules) {
     const bool per_layer = rule.stored.find("{}") != std::string::npos;
     for (std::int64_t i = 0; i < (per_layer ? num_layers : 1); ++i) {
@@ -119,8 +179,15 @@ bool hf_ignorable_tensor(const std::string& family, const std::string& name) {
   return false;
 }
 
+at::Tensor stored_block(const StoredTensor& entry, const at::Tensor& param) {
+  if (entry.fuse != Fuse::expert_slice) return param;
+  auto block = param.select(0, entry.expert);
+  return entry.rows > 0 ? block.narrow(0, entry.row_begin, entry.rows) : block;
+}
+
 std::vector<std::int64_t> fused_shape(const StoredTensor& entry, const std::vector<std::vector<std::int64_t>>& part_shapes) {
   auto shape = part_shapes.at(0);
+  if (entry.fuse == Fuse::expert_slice) return {entry.rows > 0 ? entry.rows : shape.at(1), shape.at(2)};
   for (std::size_t i = 1; i < part_shapes.size(); ++i) shape[0] += part_shapes[i][0];
   if (entry.fuse == Fuse::conv1d && shape.size() == 2) std::swap(shape[0], shape[1]);
   return shape;
@@ -128,6 +195,7 @@ std::vector<std::int64_t> fused_shape(const StoredTensor& entry, const std::vect
 
 std::vector<at::Tensor> split_fused(const StoredTensor& entry, const at::Tensor& stored,
                                     const std::vector<std::vector<std::int64_t>>& part_shapes) {
+  if (entry.fuse == Fuse::expert_slice) return {stored};  // stored_block(entry, param) is where it goes
   std::vector<at::Tensor> parts;
   if (entry.fuse == Fuse::per_head_qkv) {
     // [heads * 3 * head_dim, ...] viewed as [heads, 3, head_dim, ...]: part j is [:, j], flattened back.
@@ -147,6 +215,7 @@ std::vector<at::Tensor> split_fused(const StoredTensor& entry, const at::Tensor&
 }
 
 at::Tensor fuse_parts(const StoredTensor& entry, const std::vector<at::Tensor>& parts) {
+  if (entry.fuse == Fuse::expert_slice) return stored_block(entry, parts.at(0)).contiguous();
   if (entry.fuse == Fuse::per_head_qkv) {
     std::vector<at::Tensor> grouped;
     for (const auto& part : parts) {

@@ -97,6 +97,14 @@ void write_peft_adapter(const nn::CausalTransformer& model, const nn::LoraConfig
   config.validate();
   auto adapters = nn::lora_parameters(*model);
   if (adapters.empty()) dew::fail("cannot write a peft adapter to '", dir.string(), "': the model has no LoRA adapters");
+  for (const auto& name : config.module_names()) {
+    if (name.starts_with("experts.")) {
+      // peft keeps these as target_parameters with its own [rank * experts, in] layout: not written yet.
+      dew::fail("cannot write a peft adapter to '", dir.string(), "': lora.modules names '", name,
+                "' (the grouped experts), which dew does not export as peft's target_parameters yet; merge the adapter "
+                "into the weights and export the model instead");
+    }
+  }
   for (const auto& item : model->named_modules("", /*include_self=*/false)) {
     auto linear = std::dynamic_pointer_cast<nn::LinearImpl>(item.value());
     if (!linear || !linear->lora_A) continue;

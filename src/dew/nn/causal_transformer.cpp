@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include "dew/core/error.h"
 #include "dew/nn/attention_mask.h"
@@ -24,7 +25,7 @@ Norm make_norm(const CausalTransformerConfig& config, c10::ScalarType param_dtyp
 }
 }  // namespace
 
-DecoderBlockImpl::DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype)
+DecoderBlockImpl::DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype, std::int64_t layer)
     : compute_dtype_(parse_dtype(config.dtype)),
       parallel_residual_(config.parallel_residual),
       residual_multiplier_(config.residual_multiplier) {
@@ -35,8 +36,14 @@ DecoderBlockImpl::DecoderBlockImpl(const CausalTransformerConfig& config, c10::S
     if (config.pre_norms) pre_feedforward_layernorm = register_module("pre_feedforward_layernorm", make_norm(config, param_dtype));
     post_feedforward_layernorm = register_module("post_feedforward_layernorm", make_norm(config, param_dtype));
   }
-  mlp = register_module("mlp", Mlp(config, param_dtype));
+  if (config.is_moe_layer(layer)) {
+    moe = register_module("mlp", MixtureOfExperts(config, param_dtype));
+  } else {
+    mlp = register_module("mlp", Mlp(config, param_dtype));
+  }
 }
+
+at::Tensor DecoderBlockImpl::feed_forward(const at::Tensor& x) { return moe ? moe->forward(x) : mlp->forward(x); }
 
 at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const AttentionCall& call) {
   // The norms compute in float32 and return the residual's dtype; a sublayer's input is cast to the compute
@@ -47,14 +54,14 @@ at::Tensor DecoderBlockImpl::forward(const at::Tensor& x, const AttentionCall& c
   auto scaled = [&](const at::Tensor& t) { return residual_multiplier_ == 1.0 ? t : t * residual_multiplier_; };
   if (post_feedforward_layernorm) {  // Gemma 2/3, OLMo 2: each sublayer's output is normed before its residual add
     auto h = x + scaled(post_attention_layernorm->forward(self_attn->forward(in(input_layernorm, x), call)));
-    return h + scaled(post_feedforward_layernorm->forward(mlp->forward(in(pre_feedforward_layernorm, h))));
+    return h + scaled(post_feedforward_layernorm->forward(feed_forward(in(pre_feedforward_layernorm, h))));
   }
   if (parallel_residual_) {  // GPT-NeoX: both sublayers read the block's input, summed as transformers sums them
     auto attention = self_attn->forward(in(input_layernorm, x), call);
-    return mlp->forward(in(post_attention_layernorm, x)) + attention + x;
+    return feed_forward(in(post_attention_layernorm, x)) + attention + x;
   }
   auto h = x + scaled(self_attn->forward(in(input_layernorm, x), call));
-  return h + scaled(mlp->forward(in(post_attention_layernorm, h)));
+  return h + scaled(feed_forward(in(post_attention_layernorm, h)));
 }
 
 DecoderStackImpl::DecoderStackImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype) {
@@ -63,7 +70,7 @@ DecoderStackImpl::DecoderStackImpl(const CausalTransformerConfig& config, c10::S
     embed_positions = register_module("embed_positions", Embedding(config.max_seq_len, config.emb_features, param_dtype));
   }
   layers = register_module("layers", torch::nn::ModuleList());
-  for (std::int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderBlock(config, param_dtype));
+  for (std::int64_t i = 0; i < config.num_layers; ++i) layers->push_back(DecoderBlock(config, param_dtype, i));
   norm = register_module("norm", make_norm(config, param_dtype));
 }
 
@@ -112,7 +119,7 @@ void CausalTransformerImpl::init_parameters(std::uint64_t seed) {
     } else if (name.ends_with(".bias")) {
       p.zero_();
     } else {
-      bool residual = name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight");
+      bool residual = name.ends_with("o_proj.weight") || name.ends_with("down_proj.weight") || name.ends_with("experts.down_proj");
       auto values = at::empty(p.sizes(), at::TensorOptions().dtype(at::kFloat));
       values.normal_(0.0, residual ? residual_std : std_dev, generator);
       p.copy_(values);
@@ -139,7 +146,14 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
     auto positions = in.positions.defined() ? in.positions : at::arange(in.ids.size(1), in.ids.options().dtype(at::kLong)).unsqueeze(0);
     x = x + at::embedding(model->embed_positions->weight, positions).to(residual_dtype_);
   }
+  if (runner_ && config_.has_moe() && at::GradMode::is_enabled()) {
+    // The runner (sharded training) runs each layer without gradients and again in backward: the routers'
+    // losses, read after the forward, would have no gradient.
+    dew::fail("trainer.parallel = fsdp (layer-sharded training) of a mixture-of-experts model (model.num_experts = ", config_.num_experts,
+              ") is not supported: the router losses need the layers' forward with gradients; use trainer.parallel = ddp");
+  }
   DecoderLayerCalls calls(config_, in, compute_dtype_);
+  router_records_.clear();
   for (std::int64_t i = 0; i < config_.num_layers; ++i) {
     const AttentionCall call = calls.call(i);
     auto* block = model->layers[i]->as<DecoderBlockImpl>();
@@ -155,9 +169,12 @@ at::Tensor CausalTransformerImpl::hidden_states(const DecoderInputs& in) {
     } else {
       x = block->forward(x, call);
     }
+    if (block->moe) router_records_.push_back(block->moe->take_record());
   }
   return model->norm->forward(x).to(compute_dtype_);
 }
+
+std::vector<RouterRecord> CausalTransformerImpl::take_router_records() { return std::exchange(router_records_, {}); }
 
 std::vector<std::shared_ptr<torch::nn::Module>> CausalTransformerImpl::stacked_layers() {
   std::vector<std::shared_ptr<torch::nn::Module>> out;

@@ -12,6 +12,7 @@
 
 #include "dew/nn/attention.h"
 #include "dew/nn/layer_stack.h"
+#include "dew/nn/mixture_of_experts.h"
 
 namespace dew::nn {
 
@@ -43,7 +44,8 @@ TORCH_MODULE(Embedding);
 
 class DecoderBlockImpl : public torch::nn::Module {
  public:
-  DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype);
+  // Layer `layer`'s block: its MLP is a mixture of experts where config.is_moe_layer(layer).
+  DecoderBlockImpl(const CausalTransformerConfig& config, c10::ScalarType param_dtype, std::int64_t layer = 0);
   // x [B, S, E] in the residual dtype; the sublayers compute in the compute dtype and their outputs are
   // added to x in x's dtype.
   at::Tensor forward(const at::Tensor& x, const AttentionCall& call);
@@ -51,8 +53,10 @@ class DecoderBlockImpl : public torch::nn::Module {
   Norm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  // sandwich_norms only (pre_: with pre_norms)
   Attention self_attn{nullptr};
   Mlp mlp{nullptr};
+  MixtureOfExperts moe{nullptr};  // registered as "mlp" in place of the dense one (transformers' name)
 
  private:
+  at::Tensor feed_forward(const at::Tensor& x);
   c10::ScalarType compute_dtype_;
   bool parallel_residual_;
   double residual_multiplier_;
@@ -107,12 +111,17 @@ class CausalTransformerImpl : public torch::nn::Module, public LayerStack {
   DecoderStack model{nullptr};
   Linear lm_head{nullptr};
 
+  // The routers' decisions in the last forward, one per mixture-of-experts layer in layer order, handed over
+  // (empty for a dense model): what the router losses (objectives/router_losses.h) read.
+  std::vector<RouterRecord> take_router_records();
+
   // LayerStack: the decoder blocks.
   std::vector<std::shared_ptr<torch::nn::Module>> stacked_layers() override;
   void set_layer_runner(LayerRunner runner) override { runner_ = std::move(runner); }
 
  private:
   LayerRunner runner_;
+  std::vector<RouterRecord> router_records_;
   CausalTransformerConfig config_;
   c10::ScalarType compute_dtype_, param_dtype_, residual_dtype_;
 };

@@ -1,6 +1,8 @@
 #include "dew/nn/causal_transformer_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "dew/core/error.h"
 
@@ -17,6 +19,11 @@ double CausalTransformerConfig::kind_rope_theta_of_layer(std::int64_t layer) con
   if (layer_types.empty()) return 0.0;
   auto it = kinds.find(layer_types.at(static_cast<std::size_t>(layer)));
   return it == kinds.end() ? 0.0 : it->second.rope_theta;
+}
+
+bool CausalTransformerConfig::is_moe_layer(std::int64_t layer) const {
+  if (num_experts <= 0 || moe_layer_step <= 0 || (layer + 1) % moe_layer_step != 0) return false;
+  return std::find(dense_layers.begin(), dense_layers.end(), layer) == dense_layers.end();
 }
 
 namespace {
@@ -41,6 +48,30 @@ void validate_longrope(const RopeScaling& s, std::int64_t rotary_dim) {
   }
 }
 
+// The mixture-of-experts fields; a dense config (num_experts = 0) leaves the rest unread.
+void validate_moe(const CausalTransformerConfig& c) {
+  if (c.num_experts < 0) dew::fail("model.num_experts must be >= 0 (0 = dense MLPs), got ", c.num_experts);
+  if (c.num_experts == 0) return;
+  if (c.experts_per_token < 1 || c.experts_per_token > c.num_experts) {
+    dew::fail("model.experts_per_token is ", c.experts_per_token, "; the router picks between 1 and model.num_experts = ", c.num_experts,
+              " experts per token");
+  }
+  if (c.expert_features < 0) dew::fail("model.expert_features must be >= 0 (0 = mlp_features), got ", c.expert_features);
+  if (c.shared_expert_features < 0) dew::fail("model.shared_expert_features must be >= 0 (0 = no shared expert), got ", c.shared_expert_features);
+  if (c.moe_layer_step < 1) dew::fail("model.moe_layer_step must be >= 1 (1 = every layer has experts), got ", c.moe_layer_step);
+  for (auto layer : c.dense_layers) {
+    if (layer < 0 || layer >= c.num_layers) {
+      dew::fail("model.dense_layers names layer ", layer, "; layers are 0 .. ", c.num_layers - 1, " (model.num_layers)");
+    }
+  }
+  if (c.mlp != "swiglu" && c.mlp != "geglu") {
+    dew::fail("model.mlp is '", c.mlp, "' with model.num_experts = ", c.num_experts, "; experts are gated MLPs (swiglu or geglu)");
+  }
+  if (c.mlp_bias) dew::fail("model.mlp_bias is true with model.num_experts = ", c.num_experts, "; experts have no biases");
+  for (auto [value, field] : {std::pair{c.router_aux_loss_coef, "router_aux_loss_coef"}, std::pair{c.router_z_loss_coef, "router_z_loss_coef"}}) {
+    if (!(value >= 0) || std::isinf(value)) dew::fail("model.", field, " must be >= 0 and finite, got ", value);
+  }
+}
 }  // namespace
 
 void CausalTransformerConfig::validate() const {
@@ -140,6 +171,7 @@ void CausalTransformerConfig::validate() const {
   finite_non_negative(attn_logit_softcap, "attn_logit_softcap");
   finite_non_negative(query_pre_attn_scalar, "query_pre_attn_scalar");
   finite_non_negative(final_logit_softcap, "final_logit_softcap");
+  validate_moe(*this);
 }
 
 }  // namespace dew::nn

@@ -97,6 +97,18 @@ struct CausalTransformerConfig {
   // so the small updates a block (or a LoRA adapter) adds are not rounded away. Equal to dtype = the
   // stream in the compute dtype (a bfloat16 model run as Hugging Face runs it without autocast).
   std::string residual_dtype = "float32";
+  // Mixture of experts (Mixtral, Qwen2-MoE, Qwen3-MoE): 0 experts = a dense decoder. On an MoE layer the MLP
+  // is replaced by a router picking experts_per_token of num_experts gated MLPs per token, their outputs
+  // summed weighted by the router's probabilities (renormalised over the chosen ones with norm_topk_prob).
+  std::int64_t num_experts = 0;
+  std::int64_t experts_per_token = 2;
+  std::int64_t expert_features = 0;       // 0 = mlp_features
+  bool norm_topk_prob = true;             // Mixtral: true; Qwen2/3-MoE: their config's norm_topk_prob
+  std::int64_t shared_expert_features = 0;  // 0 = none; else a gated MLP every token passes, scaled by sigmoid(gate)
+  std::int64_t moe_layer_step = 1;        // layer i is MoE when (i + 1) % step == 0 (Qwen's decoder_sparse_step)
+  std::vector<std::int64_t> dense_layers;  // layers that keep the dense MLP (Qwen's mlp_only_layers)
+  double router_aux_loss_coef = 0.001;    // training: loss += coef * load-balancing loss (transformers' default)
+  double router_z_loss_coef = 0.0;        // training: loss += coef * mean(logsumexp(router logits)^2) (ST-MoE)
 
   template <class V>
   void fields(V& v) {
@@ -143,12 +155,26 @@ struct CausalTransformerConfig {
     v("param_dtype", param_dtype, "parameter storage dtype");
     v("residual_dtype", residual_dtype,
       "dtype of the residual stream between blocks: float32 keeps bfloat16/float16 compute as mixed precision");
+    v("num_experts", num_experts, "experts of each mixture-of-experts layer; 0 = dense MLPs (no experts)");
+    v("experts_per_token", experts_per_token, "experts the router picks for each token (top-k)");
+    v("expert_features", expert_features, "hidden width of each expert's gated MLP; 0 = mlp_features");
+    v("norm_topk_prob", norm_topk_prob, "renormalise the chosen experts' probabilities to sum to 1 (Mixtral: true)");
+    v("shared_expert_features", shared_expert_features,
+      "hidden width of a shared expert every token passes, scaled by a sigmoid gate (Qwen2-MoE); 0 = none");
+    v("moe_layer_step", moe_layer_step, "layer i has experts when (i + 1) % moe_layer_step == 0 (Qwen's decoder_sparse_step)");
+    v("dense_layers", dense_layers, "layers that keep a dense MLP although the step would give them experts (Qwen's mlp_only_layers)");
+    v("router_aux_loss_coef", router_aux_loss_coef, "training adds this times the router's load-balancing loss (Switch/Mixtral)");
+    v("router_z_loss_coef", router_z_loss_coef, "training adds this times the router z-loss, mean(logsumexp(router logits)^2) (ST-MoE)");
   }
 
   std::int64_t resolved_kv_heads() const { return num_kv_heads > 0 ? num_kv_heads : num_heads; }
   std::int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : emb_features / num_heads; }
   std::int64_t resolved_rotary_dim() const { return rotary_dim > 0 ? rotary_dim : resolved_head_dim(); }
   std::int64_t resolved_mlp_features() const { return mlp_features > 0 ? mlp_features : 4 * emb_features; }
+  std::int64_t resolved_expert_features() const { return expert_features > 0 ? expert_features : resolved_mlp_features(); }
+  // Whether layer i's MLP is a mixture of experts.
+  bool is_moe_layer(std::int64_t layer) const;
+  bool has_moe() const { return num_experts > 0; }
   // The window of layer i (0 = full attention).
   std::int64_t window_of_layer(std::int64_t layer) const;
   // The rotary base layer i uses with its own kind's base (unscaled), or 0 for the model's rope_theta and rope_scaling.

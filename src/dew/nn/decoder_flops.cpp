@@ -8,8 +8,14 @@ double decoder_flops_per_token(const CausalTransformerConfig& c, std::int64_t se
   const double D = static_cast<double>(c.resolved_head_dim()), F = static_cast<double>(c.resolved_mlp_features());
   const double attention = E * H * D * 2 + E * KV * D * 2;  // q, o and k, v projections
   const double mlp = (c.mlp == "swiglu" || c.mlp == "geglu" ? 3.0 : 2.0) * E * F;
+  // A mixture-of-experts layer multiplies each token by its router and its experts_per_token experts (and the
+  // shared expert with its gate): the active parameters, not all of them.
+  const double X = static_cast<double>(c.resolved_expert_features()), S = static_cast<double>(c.shared_expert_features);
+  const double moe = E * static_cast<double>(c.num_experts) + static_cast<double>(c.experts_per_token) * 3.0 * E * X +
+                     (S > 0 ? 3.0 * E * S + E : 0.0);
   const double output = E * static_cast<double>(c.vocab_size);
-  const double matrices = L * (attention + mlp) + output;
+  double matrices = output + L * attention;
+  for (std::int64_t i = 0; i < c.num_layers; ++i) matrices += c.is_moe_layer(i) ? moe : mlp;
   return 6.0 * matrices + 12.0 * L * H * D * static_cast<double>(seq_len);
 }
 

@@ -85,6 +85,7 @@ std::map<std::string, PlannedAdapter> plan_lora(const std::map<std::string, std:
     plan.emplace(where, std::move(adapter));
   };
   for (const auto& wanted : config.module_names()) {
+    if (wanted.starts_with("experts.")) continue;  // the grouped experts: add_lora's own adapters, not Linears
     if (std::find(choices.begin(), choices.end(), wanted) != choices.end()) {
       if (!present.count(wanted)) {
         std::vector<std::string> have;
@@ -134,10 +135,51 @@ std::pair<std::shared_ptr<LinearImpl>, std::shared_ptr<LinearImpl>> new_adapter(
   return {a, b};
 }
 
+// The mixture-of-experts layers' grouped experts by full name, sorted.
+std::map<std::string, std::shared_ptr<ExpertsImpl>> decoder_experts(const torch::nn::Module& model) {
+  std::map<std::string, std::shared_ptr<ExpertsImpl>> out;
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    if (auto experts = std::dynamic_pointer_cast<ExpertsImpl>(item.value())) out.emplace(item.key(), experts);
+  }
+  return out;
+}
+
+// The grouped expert tensors' LoRA choices, as peft's target_parameters names them.
+constexpr const char* kExpertGateUp = "experts.gate_up_proj";
+constexpr const char* kExpertDown = "experts.down_proj";
+
+// A [experts, rank, in] drawn as peft draws its [rank * experts, in] (kaiming-uniform, bound 1/sqrt(in)),
+// B [experts, out, rank] zero; registered on `experts` as `name`.
+std::int64_t add_expert_adapter(ExpertsImpl& experts, const std::string& name, const at::Tensor& w, const LoraConfig& config,
+                                at::Generator& generator) {
+  const auto count = w.size(0), out = w.size(1), in = w.size(2);
+  auto options = at::TensorOptions().dtype(w.scalar_type()).device(w.device());
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  auto a = at::empty({count, config.rank, in}, at::TensorOptions().dtype(at::kFloat)).uniform_(-bound, bound, generator).to(options);
+  auto adapter = experts.register_module(name, ExpertAdapter(a, at::zeros({count, out, config.rank}, options), config.scale()));
+  (name == "lora_gate_up_proj" ? experts.gate_up_lora : experts.down_lora) = adapter;
+  return adapter->lora_A->weight.numel() + adapter->lora_B->weight.numel();
+}
+
+// lora.modules' grouped-expert names (which plan_lora leaves to add_lora): the model must have experts, and
+// their adapters take no dropout.
+void check_expert_targets(const std::map<std::string, std::shared_ptr<ExpertsImpl>>& experts, const LoraConfig& config) {
+  for (const auto& name : config.module_names()) {
+    if (!name.starts_with("experts.")) continue;
+    if (experts.empty()) dew::fail("lora.modules names '", name, "', which this model does not have (it has no mixture-of-experts layer)");
+    if (config.dropout > 0) {
+      // The update is applied to the grouped weight, B A x for the whole expert: dropout on x alone cannot be
+      // factored out of it (peft refuses it for target_parameters too).
+      dew::fail("lora.dropout is ", config.dropout, " with lora.modules naming '", name, "'; adapters on the grouped experts take no dropout (set lora.dropout=0)");
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& lora_module_choices() {
-  static const std::vector<std::string> choices = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  static const std::vector<std::string> choices = {"q_proj",   "k_proj",  "v_proj",  "o_proj", "gate_proj",
+                                                   "up_proj",  "down_proj", kExpertGateUp, kExpertDown};
   return choices;
 }
 
@@ -169,6 +211,7 @@ void LoraConfig::validate() const {
 void check_lora_modules(const CausalTransformer& model, const LoraConfig& config, const LoraTargetNames& names) {
   config.validate();
   plan_lora(decoder_linears(*model), config, names);
+  check_expert_targets(decoder_experts(*model), config);
 }
 
 std::int64_t add_lora(CausalTransformer& model, const LoraConfig& config, std::uint64_t seed, const LoraTargetNames& names) {
@@ -179,6 +222,9 @@ std::int64_t add_lora(CausalTransformer& model, const LoraConfig& config, std::u
   const auto plan = plan_lora(linears, config, names);
   std::map<std::string, std::shared_ptr<torch::nn::Module>> modules;
   for (const auto& item : model->named_modules("", /*include_self=*/false)) modules.emplace(item.key(), item.value());
+  const auto experts = decoder_experts(*model);
+  check_expert_targets(experts, config);
+  const auto wanted = config.module_names();
 
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
   std::int64_t count = 0;
@@ -214,6 +260,12 @@ std::int64_t add_lora(CausalTransformer& model, const LoraConfig& config, std::u
     }
     count += a->weight.numel() + b->weight.numel();
   }
+  const bool gate_up = std::find(wanted.begin(), wanted.end(), kExpertGateUp) != wanted.end();
+  const bool down = std::find(wanted.begin(), wanted.end(), kExpertDown) != wanted.end();
+  for (auto& [name, group] : experts) {
+    if (gate_up) count += add_expert_adapter(*group, "lora_gate_up_proj", group->gate_up_proj, config, generator);
+    if (down) count += add_expert_adapter(*group, "lora_down_proj", group->down_proj, config, generator);
+  }
   for (auto& item : model->named_parameters()) {
     bool adapter = item.key().ends_with(".lora_A.weight") || item.key().ends_with(".lora_B.weight");
     item.value().set_requires_grad(adapter);
@@ -231,6 +283,14 @@ void merge_lora(CausalTransformer& model) {
     if (linear->lora_rows.defined()) b = b.index_select(0, linear->lora_rows.to(b.device()));
     auto delta = at::matmul(b, linear->lora_A->weight.to(at::kFloat)) * linear->lora_scale;
     w.copy_((w.to(at::kFloat) + delta).to(w.scalar_type()));
+  }
+  for (auto& [name, group] : decoder_experts(*model)) {
+    for (auto [adapter, w] : {std::pair{group->gate_up_lora, group->gate_up_proj}, std::pair{group->down_lora, group->down_proj}}) {
+      if (!adapter) continue;
+      // Per expert: W_e += scale * B_e A_e, as one batched product.
+      auto delta = at::bmm(adapter->lora_B->weight.to(at::kFloat), adapter->lora_A->weight.to(at::kFloat)) * adapter->scale;
+      w.copy_((w.to(at::kFloat) + delta).to(w.scalar_type()));
+    }
   }
   remove_lora(model);
 }
@@ -254,6 +314,12 @@ void remove_lora(CausalTransformer& model) {
     }
   }
   for (auto& [parent, name] : holders) parent->unregister_module(name);
+  for (auto& [name, group] : decoder_experts(*model)) {
+    if (group->gate_up_lora) group->unregister_module("lora_gate_up_proj");
+    if (group->down_lora) group->unregister_module("lora_down_proj");
+    group->gate_up_lora = nullptr;
+    group->down_lora = nullptr;
+  }
   for (auto& p : model->parameters()) p.set_requires_grad(true);
 }
 
@@ -266,10 +332,17 @@ AdaptersOff::AdaptersOff(CausalTransformer& model) {
       adapted_.push_back(linear);
     }
   }
+  for (auto& [name, group] : decoder_experts(*model)) {
+    if ((group->gate_up_lora || group->down_lora) && group->lora_active) {
+      group->lora_active = false;
+      experts_.push_back(group);
+    }
+  }
 }
 
 AdaptersOff::~AdaptersOff() {
   for (auto& linear : adapted_) linear->lora_active = true;
+  for (auto& group : experts_) group->lora_active = true;
 }
 
 std::map<std::string, at::Tensor> lora_parameters(const torch::nn::Module& module) {

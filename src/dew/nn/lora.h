@@ -29,8 +29,10 @@ struct LoraConfig {
     v("rank", rank, "rank of each adapter (A is [rank, in], B is [out, rank]); 0 = no LoRA, train every weight");
     v("alpha", alpha, "the adapter's output is scaled by alpha / rank");
     v("dropout", dropout, "dropout on the adapter's input while training, in [0, 1)");
-    v("modules", modules, "comma-separated projections that get adapters: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, "
-                         "or the model family's own module names (c_attn, query_key_value, qkv_proj, gate_up_proj: one adapter on the fused matrix, as peft's)");
+    v("modules", modules,
+      "comma-separated projections that get adapters: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, "
+      "the model family's own module names (c_attn, query_key_value, qkv_proj, gate_up_proj: one adapter on the fused "
+      "matrix, as peft's), and on mixture-of-experts layers experts.gate_up_proj, experts.down_proj (every expert's, stored grouped)");
   }
 
   // Errors name lora.<field> and the value. Whether the model has the named modules is add_lora's check
@@ -42,7 +44,10 @@ struct LoraConfig {
   double scale() const { return alpha / static_cast<double>(rank); }
 };
 
-// The projection names LoRA can adapt, in the decoder's order (gate_proj exists only with a gated MLP).
+// The projection names LoRA can adapt, in the decoder's order (gate_proj exists only with a gated MLP;
+// experts.gate_up_proj and experts.down_proj, the grouped expert tensors, only in a mixture of experts, where
+// each expert e gets its own A_e [rank, in] and B_e [out, rank], stored grouped as A [experts, rank, in] and
+// B [experts, out, rank] under experts.lora_gate_up_proj / experts.lora_down_proj: peft's target_parameters).
 const std::vector<std::string>& lora_module_choices();
 
 // A module of one decoder layer under its family's own name, so lora.modules may name it as peft's
@@ -102,6 +107,7 @@ class AdaptersOff {
 
  private:
   std::vector<std::shared_ptr<LinearImpl>> adapted_;
+  std::vector<std::shared_ptr<ExpertsImpl>> experts_;
 };
 
 // The adapter parameters (names ending in .lora_A.weight / .lora_B.weight), keyed as parameter_map keys them.

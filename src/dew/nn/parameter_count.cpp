@@ -18,9 +18,14 @@ std::int64_t parameter_count(const CausalTransformerConfig& c) {
   const double projections = gated ? 3 : 2;
   double mlp = projections * e * f;
   if (c.mlp_bias) mlp += (projections - 1) * f + e;
+  // A mixture-of-experts layer (nn/mixture_of_experts.h): the router, every expert's gated MLP, and the
+  // shared expert with its one-output gate.
+  const double x = static_cast<double>(c.resolved_expert_features()), s = static_cast<double>(c.shared_expert_features);
+  const double moe = static_cast<double>(c.num_experts) * (e + 3 * e * x) + (s > 0 ? 3 * e * s + e : 0);
   const double per_norm = c.norm == "layernorm" ? 2 * e : e;  // LayerNorm has a bias
   const double norms = (c.sandwich_norms ? (c.pre_norms ? 4 : 2) : 2) * per_norm;
-  double total = v * e + static_cast<double>(c.num_layers) * (attention + mlp + norms) + per_norm;
+  double total = v * e + per_norm;
+  for (std::int64_t i = 0; i < c.num_layers; ++i) total += attention + (c.is_moe_layer(i) ? moe : mlp) + norms;
   if (c.positions == "learned") total += static_cast<double>(c.max_seq_len) * e;
   if (!c.tie_embeddings) total += v * e;
   if (total >= static_cast<double>(std::numeric_limits<std::int64_t>::max())) return std::numeric_limits<std::int64_t>::max();

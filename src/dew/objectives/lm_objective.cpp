@@ -2,6 +2,7 @@
 
 #include "dew/core/config.h"
 #include "dew/core/error.h"
+#include "dew/objectives/router_losses.h"
 #include "dew/objectives/token_cross_entropy.h"
 
 namespace dew::objectives {
@@ -54,6 +55,8 @@ Loss LMObjective::compute(const data::Batch& batch) {
   out.sum = sums.loss_sum;
   out.metrics.add("ce", sums.loss_sum.detach().item<double>(), out.count);
   if (config_.loss.token_accuracy) out.metrics.add("token_accuracy", sums.correct.item<double>(), out.count);
+  // A mixture of experts: its routers' losses over the input tokens that are not padding.
+  add_router_losses(*model_, in.segment_ids.defined() ? (in.segment_ids != 0) : at::Tensor(), out);
   return out;
 }
 
