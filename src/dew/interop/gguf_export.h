@@ -32,10 +32,13 @@
 // tokenizer larger than the model's vocabulary.
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dew/data/tokenizers/pretrained_tokenizer.h"
 #include "dew/formats/gguf_file.h"
 #include "dew/formats/gguf_writer.h"
+#include "dew/interop/gguf_architecture.h"
 #include "dew/nn/causal_transformer.h"
 
 namespace dew::interop {
@@ -56,6 +59,11 @@ void check_gguf_exportable(const nn::CausalTransformerConfig& config, const std:
 // The model's general.* and ARCH.* metadata and tensors.
 void add_gguf_model(formats::GgufWriter& writer, const nn::CausalTransformerImpl& model,
                     const std::string& architecture, formats::GgmlType type, const std::string& name);
+// The model's tensors under their GGUF names, as the architecture's converter writes them: q/k/v and
+// phi3's gate/up fused, llama/granite Q/K rows permuted, gemma's norms + 1, olmo2's output.weight even when
+// tied, qwen2's zero q/k/v biases when the model has none.
+std::vector<std::pair<std::string, at::Tensor>> gguf_model_tensors(const nn::CausalTransformerImpl& model,
+                                                                   const GgufArchitecture& architecture);
 // The tokenizer.* metadata, the vocabulary padded to `vocab_size`.
 void add_gguf_tokenizer(formats::GgufWriter& writer, const data::PretrainedTokenizer& tokenizer,
                         std::int64_t vocab_size, const std::string& pre = "");
