@@ -61,6 +61,7 @@ GgufModel load(const std::filesystem::path& path, c10::ScalarType dtype, bool ke
   formats::GgufFile file(path);
   GgufModel out;
   out.architecture = gguf_file_architecture(file).name;
+  out.hf_model_type = gguf_file_architecture(file).hf_families.front();
   out.tokenizer = gguf_file_tokenizer(file);
   out.model = nn::CausalTransformer(gguf_model_config(file, dtype), nn::ParameterInit::none);
   load_gguf_weights(*out.model, file, out.architecture, keep_quantized);

@@ -53,6 +53,7 @@ struct GgufModel {
   nn::CausalTransformer model{nullptr};
   data::PretrainedTokenizer tokenizer;
   std::string architecture;  // general.architecture: a row of gguf_architecture.h
+  std::string hf_model_type;  // the Hugging Face model_type the converter reads as it (gemma3 -> gemma3_text)
 };
 
 GgufModel load_gguf_model(const std::filesystem::path& file, c10::ScalarType dtype = c10::ScalarType::Float);
