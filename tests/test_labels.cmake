@@ -36,6 +36,7 @@ set(DEW_LABEL_PATTERNS_distributed
 
 set(DEW_LABEL_PATTERNS_reference
     "^TinyGgufExport\\.ReadByGgufPyAndTransformers$"
+    "^GgufFamily\\.ExportIsReadByGgufPyUnderTheArchitecturesTensorNames$"
     "^HfExport\\.RoundTripsAndTransformersAgrees$"
     "^Lora\\.PeftLoadsDewsExport$"
     "^LlamaCppRunsExport\\."

@@ -3,20 +3,11 @@
 #include <chrono>
 
 #include "dew/core/error.h"
+#include "dew/interop/gguf_architecture.h"
 #include "dew/nn/dtype.h"
 
 namespace dew::interop {
 namespace {
-
-bool supported_architecture(const std::string& arch) { return arch == "llama" || arch == "qwen2" || arch == "qwen3"; }
-
-std::string architecture_of(const formats::GgufFile& file) {
-  std::string arch = file.at("general.architecture").as_string();
-  if (!supported_architecture(arch))
-    dew::fail(file.name(), ": metadata 'general.architecture' is \"", arch,
-              "\"; dew loads llama, qwen2 and qwen3 GGUF decoders");
-  return arch;
-}
 
 // An ARCH.* integer that must be positive.
 std::int64_t positive(const formats::GgufFile& file, const std::string& key) {
@@ -27,9 +18,14 @@ std::int64_t positive(const formats::GgufFile& file, const std::string& key) {
 
 }  // namespace
 
+const GgufArchitecture& gguf_file_architecture(const formats::GgufFile& file) {
+  return gguf_architecture(file.at("general.architecture").as_string(), file.name());
+}
+
+// The sizes every architecture has; the row's own keys (norms, rotary, features) are read_gguf_features'.
 nn::CausalTransformerConfig gguf_model_config(const formats::GgufFile& file, c10::ScalarType dtype) {
-  const std::string arch = architecture_of(file);
-  auto key = [&](const char* suffix) { return arch + "." + suffix; };
+  const GgufArchitecture& arch = gguf_file_architecture(file);
+  auto key = [&](const char* suffix) { return arch.name + "." + suffix; };
   nn::CausalTransformerConfig config;
   config.emb_features = positive(file, key("embedding_length"));
   config.num_layers = positive(file, key("block_count"));
@@ -43,27 +39,19 @@ nn::CausalTransformerConfig gguf_model_config(const formats::GgufFile& file, c10
       value_length && value_length->as_int() != config.head_dim)
     dew::fail(file.name(), ": metadata '", key("attention.value_length"), "' is ", value_length->as_int(),
               " but the key length (head_dim) is ", config.head_dim, "; dew needs them equal");
-  if (const auto* rope_dims = file.find(key("rope.dimension_count")); rope_dims && rope_dims->as_int() != config.head_dim)
-    dew::fail(file.name(), ": metadata '", key("rope.dimension_count"), "' is ", rope_dims->as_int(),
-              " but head_dim is ", config.head_dim, "; rotary positions over part of a head are not supported");
-  if (const auto* scaling = file.find(key("rope.scaling.type")); scaling && scaling->as_string() != "none")
-    dew::fail(file.name(), ": metadata '", key("rope.scaling.type"), "' is \"", scaling->as_string(),
-              "\"; rotary scaling is not supported for GGUF models");
+  // Mixture-of-experts files (ffn_*_exps tensors) need an MoE block; refused until a row has one.
   if (const auto* experts = file.find(key("expert_count")); experts && experts->as_int() > 0)
     dew::fail(file.name(), ": metadata '", key("expert_count"), "' is ", experts->as_int(),
               "; mixture-of-experts models are not supported");
   config.max_seq_len = positive(file, key("context_length"));
-  config.rope_theta = file.find(key("rope.freq_base")) ? file.at(key("rope.freq_base")).as_float() : 10000.0;
-  config.norm_eps = file.at(key("attention.layer_norm_rms_epsilon")).as_float();
   config.vocab_size = static_cast<std::int64_t>(file.at("tokenizer.ggml.tokens").as_array().size());
-  config.mlp = "swiglu";
-  config.qk_norm = arch == "qwen3";
-  // Qwen 2 always has q/k/v biases; a llama file has them (and an o_proj bias) only when it stores them.
-  config.attention_bias = arch == "qwen2" || file.find_tensor("blk.0.attn_q.bias") != nullptr;
-  config.attention_output_bias = file.find_tensor("blk.0.attn_output.bias") != nullptr;
-  config.tie_embeddings = file.find_tensor("output.weight") == nullptr;
+  read_gguf_features(arch, file, config);
   config.dtype = config.param_dtype = nn::dtype_name(dtype);
-  config.validate();
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    dew::fail(file.name(), ": the ", arch.name, " metadata describes an invalid model: ", e.what());
+  }
   return config;
 }
 
@@ -72,7 +60,8 @@ namespace {
 GgufModel load(const std::filesystem::path& path, c10::ScalarType dtype, bool keep_quantized) {
   formats::GgufFile file(path);
   GgufModel out;
-  out.architecture = architecture_of(file);
+  out.architecture = gguf_file_architecture(file).name;
+  out.hf_model_type = gguf_file_architecture(file).hf_families.front();
   out.tokenizer = gguf_file_tokenizer(file);
   out.model = nn::CausalTransformer(gguf_model_config(file, dtype), nn::ParameterInit::none);
   load_gguf_weights(*out.model, file, out.architecture, keep_quantized);

@@ -90,7 +90,7 @@ LoadedModel load_model_source(const ModelSource& source, const ModelLoadOptions&
     case ModelSourceKind::gguf: {
       auto gguf = interop::load_gguf_model(path, weights);
       out.model = gguf.model;
-      out.model_type = gguf.architecture;
+      out.model_type = gguf.hf_model_type;  // what `dew export` names the family (gemma3 -> gemma3_text)
       out.tokenizer = std::move(gguf.tokenizer);
       out.generation = interop::read_generation_defaults(path);
       out.description = str("GGUF ", gguf.architecture, " model '", path.string(), "'");
