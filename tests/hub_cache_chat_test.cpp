@@ -49,7 +49,8 @@ TEST_P(HubCacheChat, AnswersFromTheCacheAsTheLibraryGeneratesFromTheDirectory) {
 
 INSTANTIATE_TEST_SUITE_P(Families, HubCacheChat,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "gpt2",
-                                           "gpt_neox", "phi3", "phi3_longrope", "olmo2", "granite"));
+                                           "gpt_neox", "phi3", "phi3_longrope", "olmo2", "granite", "mixtral", "qwen2_moe",
+                                           "qwen3_moe"));
 
 TEST(SmolLM2Chat, AnswersTheFixtureQuestionAsTheEngineDoes) {
   fs::path models;

@@ -5,7 +5,8 @@
 // message), its prompt ids equal dew's encoding of the text, and each token it picks is dew's greedy pick
 // given the same prefix, to within the difference the two programs' arithmetic allows (teacher forcing:
 // dew scores llama.cpp's whole sequence, so one near-tie cannot derail the rest of the comparison).
-// The exports: the tiny llama/qwen2/qwen3 fixtures as F32, F16 and Q8_0; a decoder on a BPE vocabulary dew
+// The exports: the tiny llama/qwen2/qwen3 fixtures as F32, F16 and Q8_0; the other architectures' fixtures
+// (gemma, gemma2, gemma3, phi3, gpt2, gptneox, olmo2, granite) as F32 and F16; a decoder on a BPE vocabulary dew
 // learned (the case llama.cpp refused before the "gpt-2" pre-tokenizer name); the real SmolLM2 when fetched.
 // And the other way: dew's native Q4_1 decoding of the real SmolLM2 file against llama.cpp's on that file.
 #include <gtest/gtest.h>
@@ -136,6 +137,29 @@ TEST_P(LlamaCppRunsExport, TinyFixtureAsF32F16AndQ8_0) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppRunsExport, ::testing::Values("llama", "qwen2", "qwen3"));
+
+// The other architectures' tiny fixtures (llama.cpp's converter's files, tests/fixtures/gguf_families) exported
+// by dew as F32 and F16: llama.cpp runs each as it runs its own converter's output.
+class LlamaCppRunsFamilyExport : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+TEST_P(LlamaCppRunsFamilyExport, TinyFixtureAsF32AndF16) {
+  if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
+  const auto& [fixture, arch] = GetParam();
+  GgufModel m = load_gguf_model(test::fixtures() / "gguf_families" / (fixture + ".gguf"));
+  test::TempDir dir;
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16}) {
+    fs::path path = dir / (arch + "-" + formats::ggml_type_name(type) + ".gguf");
+    save_gguf_model(m.model, m.tokenizer, arch, path, type);
+    expect_llama_cpp_agrees(path, tolerance_of(type));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppRunsFamilyExport,
+                         ::testing::Values(std::pair{"gemma", "gemma"}, std::pair{"gemma2", "gemma2"},
+                                           std::pair{"gemma3_text", "gemma3"}, std::pair{"phi3", "phi3"},
+                                           std::pair{"gpt2", "gpt2"}, std::pair{"gpt_neox", "gptneox"},
+                                           std::pair{"olmo2", "olmo2"}, std::pair{"granite", "granite"}),
+                         [](const auto& info) { return info.param.second; });
 
 // The case: a decoder on a vocabulary dew learned (GPT-2's pre-tokenizer split, written as "gpt-2").
 TEST(LlamaCppRunsExport, DecoderOnALearnedVocabulary) {

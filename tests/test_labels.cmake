@@ -40,6 +40,7 @@ set(DEW_LABEL_PATTERNS_reference
     "^HfExport\\.RoundTripsAndTransformersAgrees$"
     "^Lora\\.PeftLoadsDewsExport$"
     "^LlamaCppRunsExport\\."
+    "^LlamaCppRunsFamilyExport\\."
     "^HfFamilyNamedLora\\.ExportIsPeftsDirectory$"
     "^HfFamilyPeftExport\\.ExportReadBackByPeft$")
 
