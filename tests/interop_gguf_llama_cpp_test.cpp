@@ -161,9 +161,9 @@ INSTANTIATE_TEST_SUITE_P(Architectures, LlamaCppRunsFamilyExport,
                                            std::pair{"olmo2", "olmo2"}, std::pair{"granite", "granite"}),
                          [](const auto& info) { return info.param.second; });
 
-// The case: a decoder on a vocabulary dew learned (GPT-2's pre-tokenizer split, written as "gpt-2").
-TEST(LlamaCppRunsExport, DecoderOnALearnedVocabulary) {
-  if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
+// A small random decoder on the vocabulary dew learned in tests/fixtures/trained_bpe (GPT-2's pre-tokenizer
+// split, which the export names "gpt-2"), exported as F32 to `path`.
+void export_learned_vocabulary_decoder(const fs::path& path) {
   data::PretrainedTokenizer learned;
   learned.tokenizer = data::load_tokenizer((test::fixtures() / "trained_bpe" / "tokenizer.json").string());
   nn::CausalTransformerConfig config;
@@ -176,28 +176,24 @@ TEST(LlamaCppRunsExport, DecoderOnALearnedVocabulary) {
   config.qk_norm = false;
   config.max_seq_len = 64;
   nn::CausalTransformer model(config);
-  test::TempDir dir;
-  fs::path path = dir / "learned.gguf";
   save_gguf_model(model, learned, "llama", path, GgmlType::F32);
-  expect_llama_cpp_agrees(path, tolerance_of(GgmlType::F32));
+}
+
+// The case: a decoder on a vocabulary dew learned, which llama.cpp refused before the "gpt-2" name.
+TEST(LlamaCppRunsExport, DecoderOnALearnedVocabulary) {
+  if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
+  test::TempDir dir;
+  export_learned_vocabulary_decoder(dir / "learned.gguf");
+  expect_llama_cpp_agrees(dir / "learned.gguf", tolerance_of(GgmlType::F32));
 }
 
 // The check itself: the learned-vocabulary export with its pre-tokenizer name spelled as dew wrote it before
 // ("gpt2", which llama.cpp does not know) is refused by llama.cpp, and the test sees llama.cpp's message.
 TEST(LlamaCppRunsExport, RefusesAnUnknownPreTokenizerAsLlamaCppSaysIt) {
   if (llama_greedy().empty()) GTEST_SKIP() << "set DEW_LLAMA_GREEDY (bash scripts/setup_llama_cpp.sh prints it)";
-  data::PretrainedTokenizer learned;
-  learned.tokenizer = data::load_tokenizer((test::fixtures() / "trained_bpe" / "tokenizer.json").string());
-  nn::CausalTransformerConfig config;
-  config.vocab_size = learned.tokenizer->vocab_size();
-  config.emb_features = 32;
-  config.num_layers = 1;
-  config.num_heads = 2;
-  config.qk_norm = false;
-  nn::CausalTransformer model(config);
   test::TempDir dir;
   fs::path path = dir / "learned.gguf";
-  save_gguf_model(model, learned, "llama", path, GgmlType::F32);
+  export_learned_vocabulary_decoder(path);
   // The value "gpt-2" becomes "gpt2" plus a space: the same length, so the file's layout is unchanged.
   std::string bytes = test::read_text(path);
   const std::string key = "tokenizer.ggml.pre";
